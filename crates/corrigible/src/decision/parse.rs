@@ -1,0 +1,180 @@
+use serde_json::Value;
+
+use super::{Action, Decision, Final, normalize};
+use crate::message::ToolCall;
+use crate::model::ModelReply;
+use crate::rejection::{Category, Rejection};
+use crate::repair::{RepairKind, repair};
+use crate::tool::FINAL_ANSWER;
+
+/// The outcome of parsing one decision: the decision or its rejection, plus any repairs made.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Parsed {
+    /// The decision, or why there is none.
+    pub decision: Result<Decision, Rejection>,
+    /// Local repairs applied to get there.
+    pub repairs: Vec<RepairKind>,
+}
+
+impl Parsed {
+    fn rejected(rejection: Rejection) -> Self {
+        Self {
+            decision: Err(rejection),
+            repairs: Vec::new(),
+        }
+    }
+}
+
+/// Parses JSON text, repairing it locally when `allow_repair` is set.
+fn parse_json(text: &str, allow_repair: bool) -> (Result<Value, Rejection>, Vec<RepairKind>) {
+    match serde_json::from_str::<Value>(text.trim()) {
+        Ok(v) => (Ok(v), Vec::new()),
+        Err(first) => {
+            let invalid = |e: &serde_json::Error| {
+                Rejection::new(Category::InvalidJson, format!("not valid JSON: {e}"))
+            };
+            if !allow_repair {
+                return (Err(invalid(&first)), Vec::new());
+            }
+            match repair(text) {
+                Some((candidate, kinds)) => match serde_json::from_str::<Value>(&candidate) {
+                    Ok(v) => (Ok(v), kinds),
+                    Err(_) => (Err(invalid(&first)), Vec::new()),
+                },
+                None => (Err(invalid(&first)), Vec::new()),
+            }
+        }
+    }
+}
+
+/// Parses a JSON-protocol decision from reply text.
+pub fn parse_text(text: &str, allow_repair: bool) -> Parsed {
+    if text.trim().is_empty() {
+        return Parsed::rejected(Rejection::new(
+            Category::EmptyResponse,
+            "the reply was empty: answer with one JSON decision",
+        ));
+    }
+    let (value, repairs) = parse_json(text, allow_repair);
+    Parsed {
+        decision: value.and_then(normalize),
+        repairs,
+    }
+}
+
+/// Parses a native-protocol reply: one decision per tool call, or a plain text reply taken as a
+/// satisfied final answer.
+pub fn parse_native(reply: &ModelReply, allow_repair: bool) -> Vec<Parsed> {
+    let text = reply.text.as_deref().unwrap_or("").trim();
+    if reply.tool_calls.is_empty() {
+        if text.is_empty() {
+            return vec![Parsed::rejected(Rejection::new(
+                Category::EmptyResponse,
+                "the reply had no text and no tool call: call a tool or `final_answer`",
+            ))];
+        }
+        return vec![Parsed {
+            decision: Ok(Decision::Final(Final {
+                satisfied: true,
+                summary: text.to_string(),
+                call_id: None,
+            })),
+            repairs: Vec::new(),
+        }];
+    }
+    reply
+        .tool_calls
+        .iter()
+        .map(|call| parse_call(call, text, allow_repair))
+        .collect()
+}
+
+fn parse_call(call: &ToolCall, reason: &str, allow_repair: bool) -> Parsed {
+    let raw = if call.arguments.trim().is_empty() {
+        "{}"
+    } else {
+        call.arguments.as_str()
+    };
+    let (value, repairs) = parse_json(raw, allow_repair);
+    let decision = value.and_then(|v| {
+        if call.name == FINAL_ANSWER {
+            let mut v = v;
+            if let Some(obj) = v.as_object_mut() {
+                obj.insert("state".into(), Value::String("final".into()));
+            }
+            normalize(v).and_then(|d| match d {
+                Decision::Final(f) => Ok(Decision::Final(Final {
+                    call_id: Some(call.id.clone()),
+                    ..f
+                })),
+                Decision::Action(_) => Err(Rejection::new(
+                    Category::DecisionSchema,
+                    "final_answer: expected {satisfied, final_summary}",
+                )),
+            })
+        } else if v.is_object() {
+            Ok(Decision::Action(Action {
+                reason: reason.to_string(),
+                tool: call.name.clone(),
+                input: v,
+                call_id: Some(call.id.clone()),
+            }))
+        } else {
+            Err(
+                Rejection::new(Category::InvalidToolInput, "tool_input: expected an object")
+                    .with_tool(call.name.clone()),
+            )
+        }
+    });
+    Parsed { decision, repairs }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn empty_text_is_empty_response() {
+        let p = parse_text("  \n", true);
+        assert_eq!(p.decision.unwrap_err().category, Category::EmptyResponse);
+    }
+
+    #[test]
+    fn repaired_fence_is_recorded() {
+        let p = parse_text(
+            "```json\n{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"ok\",}\n```",
+            true,
+        );
+        assert!(p.decision.is_ok());
+        assert_eq!(
+            p.repairs,
+            vec![RepairKind::CodeFence, RepairKind::TrailingComma]
+        );
+    }
+
+    #[test]
+    fn no_repair_when_disabled() {
+        let p = parse_text(
+            "```json\n{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"ok\"}\n```",
+            false,
+        );
+        assert_eq!(p.decision.unwrap_err().category, Category::InvalidJson);
+    }
+
+    #[test]
+    fn native_broken_arguments_are_invalid_json() {
+        let reply = ModelReply {
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "weather".into(),
+                arguments: "{\"city\": ".into(),
+            }],
+            ..Default::default()
+        };
+        let parsed = parse_native(&reply, true);
+        assert_eq!(
+            parsed[0].decision.as_ref().unwrap_err().category,
+            Category::InvalidJson
+        );
+    }
+}

@@ -1,0 +1,26 @@
+//! corrigible: bounded self-correction for LLM agents.
+//!
+//! The engine asks a [`Model`] for a [`Decision`], parses and validates it, and either
+//! executes a [`Tool`] or sends a [`Rejection`] back as correction feedback, within explicit
+//! bounds ([`policy`]). Everything that happens is recorded in a [`trace`] that becomes the
+//! run report. The engine knows nothing of HTTP, SQL or model weights.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod decision;
+pub mod fingerprint;
+pub mod message;
+pub mod model;
+pub mod rejection;
+pub mod repair;
+pub mod stage;
+pub mod tool;
+
+pub use decision::{Action, Decision, Final};
+pub use message::{Message, MessageKind, Role, ToolCall};
+pub use model::{
+    CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec, Usage,
+};
+pub use rejection::{Category, Rejection};
+pub use stage::Stage;
+pub use tool::{Tool, ToolContext, ToolOutcome, ToolRegistry, TypedTool};

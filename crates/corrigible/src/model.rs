@@ -1,0 +1,170 @@
+//! The `Model` trait: one request in, one reply out, provider-neutral.
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use crate::message::{Message, ToolCall};
+use crate::rejection::Category;
+use crate::stage::Stage;
+
+/// How the model states its decision.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[serde(rename_all = "snake_case")]
+pub enum Protocol {
+    /// A JSON decision in the reply text; no tool declarations are sent to the provider.
+    #[default]
+    Json,
+    /// The provider's own tool calling; the final answer is the `final_answer` tool.
+    Native,
+}
+
+impl std::str::FromStr for Protocol {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "json" => Ok(Protocol::Json),
+            "native" => Ok(Protocol::Native),
+            other => Err(format!(
+                "unknown protocol `{other}`: expected `json` or `native`"
+            )),
+        }
+    }
+}
+
+/// A tool as declared to a model: name, description and the JSON Schema of its input.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ToolSpec {
+    /// The tool's name.
+    pub name: String,
+    /// What the tool does, for the model.
+    pub description: String,
+    /// JSON Schema of the tool's input object.
+    pub parameters: Value,
+}
+
+/// Tokens spent by one or more model calls.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+pub struct Usage {
+    /// Prompt tokens.
+    pub input_tokens: u64,
+    /// Generated tokens.
+    pub output_tokens: u64,
+}
+
+impl Usage {
+    /// Input plus output tokens.
+    pub fn total(&self) -> u64 {
+        self.input_tokens + self.output_tokens
+    }
+}
+
+impl std::ops::AddAssign for Usage {
+    fn add_assign(&mut self, rhs: Self) {
+        self.input_tokens += rhs.input_tokens;
+        self.output_tokens += rhs.output_tokens;
+    }
+}
+
+/// What a correction round is about, so a model that can narrow its choices does so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectionContext {
+    /// The category of the rejection being corrected.
+    pub category: Category,
+    /// The rejected reply's text (or its tool call rendered as JSON).
+    pub rejected_reply: String,
+    /// The tool the rejected decision named, if any.
+    pub tool: Option<String>,
+    /// Canonical fingerprints (`tool` + canonical input) of actions that already failed.
+    pub failed_actions: Vec<String>,
+    /// Which correction of this slot this is, from 1.
+    pub round: u32,
+    /// How many `repeated_failed_action` rejections this slot has had.
+    pub repeated_in_slot: u32,
+}
+
+/// One request to a model.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct ModelRequest {
+    /// The stage name of this call.
+    pub stage: Stage,
+    /// The conversation so far, already fitted to the context budget.
+    pub messages: Vec<Message>,
+    /// Tools the model may call (with `final_answer` under the native protocol).
+    pub tools: Vec<ToolSpec>,
+    /// How the decision is expected.
+    pub protocol: Protocol,
+    /// Set on correction rounds.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub correction: Option<CorrectionContext>,
+}
+
+/// One reply from a model.
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct ModelReply {
+    /// The text of the reply, if any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub text: Option<String>,
+    /// Native tool calls, in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub tool_calls: Vec<ToolCall>,
+    /// Tokens spent by this call (including any transport retries that the provider billed).
+    #[serde(default)]
+    pub usage: Usage,
+    /// Prompt tokens served from a cache of an earlier call instead of being pre-filled.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prompt_tokens_reused: Option<u64>,
+    /// Transport-level retries made by the backend for this call.
+    #[serde(default)]
+    pub transport_retries: u32,
+    /// How the reply was decoded (e.g. `greedy`, `schema`, `sampled(seed=7)`), if the backend knows.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub decoding: Option<String>,
+}
+
+/// Why a model call failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq)]
+pub enum ModelError {
+    /// Infrastructure: the model could not be reached or kept failing. Never a correction.
+    #[error("transport error: {0}")]
+    Transport(String),
+    /// The model is misconfigured (missing key, unknown model, missing weights).
+    #[error("configuration error: {0}")]
+    Config(String),
+    /// The backend answered something it could not understand.
+    #[error("model error: {0}")]
+    Other(String),
+}
+
+/// A language model: takes the conversation and tool declarations, returns a reply.
+#[async_trait]
+pub trait Model: Send + Sync {
+    /// A short name for traces (e.g. `replay`, `openai:gpt-4o-mini`).
+    fn name(&self) -> &str;
+
+    /// Sends one request.
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError>;
+
+    /// Counts the tokens of `text` when the model has a tokenizer; `None` means "estimate".
+    fn count_tokens(&self, _text: &str) -> Option<usize> {
+        None
+    }
+}
+
+#[async_trait]
+impl<M: Model + ?Sized> Model for Arc<M> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        (**self).complete(request).await
+    }
+
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        (**self).count_tokens(text)
+    }
+}

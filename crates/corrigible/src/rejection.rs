@@ -1,0 +1,122 @@
+//! Rejections: why the application refused a reply or a tool call.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+/// The rejection categories of the contract (snake_case in JSON).
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Category {
+    /// The reply has no text and no tool call.
+    EmptyResponse,
+    /// The decision text is not JSON, even after safe local repair.
+    InvalidJson,
+    /// JSON, but not a valid decision.
+    DecisionSchema,
+    /// The tool is not registered (or is excluded).
+    UnknownTool,
+    /// The input fails the tool's JSON Schema.
+    InvalidToolInput,
+    /// Same tool and canonical input as an action that already failed in this run.
+    RepeatedFailedAction,
+    /// `satisfied: true` while every executed tool failed.
+    UngroundedFinal,
+    /// An output validator refused the final answer.
+    OutputRejected,
+    /// The tool returned `Retry`.
+    ToolRejected,
+    /// The tool's execution failed after its retries.
+    ToolFailed,
+    /// The tool's circuit breaker is open.
+    CircuitOpen,
+}
+
+impl Category {
+    /// Every category, in contract order.
+    pub const ALL: [Category; 11] = [
+        Category::EmptyResponse,
+        Category::InvalidJson,
+        Category::DecisionSchema,
+        Category::UnknownTool,
+        Category::InvalidToolInput,
+        Category::RepeatedFailedAction,
+        Category::UngroundedFinal,
+        Category::OutputRejected,
+        Category::ToolRejected,
+        Category::ToolFailed,
+        Category::CircuitOpen,
+    ];
+
+    /// The snake_case name used in JSON and in the feedback.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Category::EmptyResponse => "empty_response",
+            Category::InvalidJson => "invalid_json",
+            Category::DecisionSchema => "decision_schema",
+            Category::UnknownTool => "unknown_tool",
+            Category::InvalidToolInput => "invalid_tool_input",
+            Category::RepeatedFailedAction => "repeated_failed_action",
+            Category::UngroundedFinal => "ungrounded_final",
+            Category::OutputRejected => "output_rejected",
+            Category::ToolRejected => "tool_rejected",
+            Category::ToolFailed => "tool_failed",
+            Category::CircuitOpen => "circuit_open",
+        }
+    }
+
+    /// Whether this rejection is of a decision, and so counts against the slot's corrections.
+    pub fn is_decision_rejection(self) -> bool {
+        matches!(
+            self,
+            Category::EmptyResponse
+                | Category::InvalidJson
+                | Category::DecisionSchema
+                | Category::UnknownTool
+                | Category::InvalidToolInput
+                | Category::RepeatedFailedAction
+                | Category::UngroundedFinal
+        )
+    }
+}
+
+impl fmt::Display for Category {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// A refused reply or tool call: its category and a concise, model-readable message.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Rejection {
+    /// Why it was refused.
+    pub category: Category,
+    /// What is wrong, in one or a few lines.
+    pub message: String,
+    /// The tool concerned, when there is one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tool: Option<String>,
+}
+
+impl Rejection {
+    /// A rejection with no tool attached.
+    pub fn new(category: Category, message: impl Into<String>) -> Self {
+        Self {
+            category,
+            message: message.into(),
+            tool: None,
+        }
+    }
+
+    /// The same rejection, about `tool`.
+    pub fn with_tool(mut self, tool: impl Into<String>) -> Self {
+        self.tool = Some(tool.into());
+        self
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.category, self.message)
+    }
+}

@@ -1,0 +1,51 @@
+//! Tools: the `Tool` trait, typed tools, outcomes, the registry and input validation.
+
+mod outcome;
+mod registry;
+pub use registry::FINAL_ANSWER;
+mod typed;
+mod validation;
+
+use async_trait::async_trait;
+use serde_json::Value;
+
+pub use outcome::ToolOutcome;
+pub use registry::{RegistryError, ToolRegistry};
+pub use typed::{Typed, TypedTool};
+pub use validation::{InputValidator, SchemaError};
+
+/// What a tool call knows about where it runs.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ToolContext {
+    /// The run this call belongs to.
+    pub run_id: String,
+    /// The action slot, from 1.
+    pub step: u32,
+    /// Execution attempt for this action, from 1.
+    pub attempt: u32,
+    /// Stable for one action (run id + step + input fingerprint): a side-effecting tool can
+    /// deduplicate retried deliveries with it.
+    pub idempotency_key: String,
+}
+
+/// A tool the model can call.
+#[async_trait]
+pub trait Tool: Send + Sync {
+    /// The name the model uses.
+    fn name(&self) -> &str;
+
+    /// What the tool does, for the model.
+    fn description(&self) -> &str;
+
+    /// JSON Schema of the input object; inputs are validated against it before any call.
+    fn input_schema(&self) -> Value;
+
+    /// Whether executing the same call twice is harmless. Non-idempotent tools are never
+    /// re-executed automatically after a failure.
+    fn idempotent(&self) -> bool {
+        true
+    }
+
+    /// Executes the tool on an input that already passed the schema.
+    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutcome;
+}
