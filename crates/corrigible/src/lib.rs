@@ -7,20 +7,29 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod agent;
+pub mod context;
 pub mod decision;
+pub mod feedback;
 pub mod fingerprint;
 pub mod message;
 pub mod model;
+pub mod policy;
+pub mod prompt;
 pub mod rejection;
 pub mod repair;
 pub mod stage;
 pub mod tool;
+pub mod trace;
 
+pub use agent::{Agent, AgentBuilder, BuildError, OutputValidator, RunError, RunOptions};
 pub use decision::{Action, Decision, Final};
 pub use message::{Message, MessageKind, Role, ToolCall};
 pub use model::{
     CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec, Usage,
 };
+pub use policy::{Limits, Policy, ToolPolicy};
 pub use rejection::{Category, Rejection};
 pub use stage::Stage;
 pub use tool::{Tool, ToolContext, ToolOutcome, ToolRegistry, TypedTool};
+pub use trace::{RunReport, StopReason, TraceEvent, TraceSink};

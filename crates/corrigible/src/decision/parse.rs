@@ -14,6 +14,8 @@ pub struct Parsed {
     pub decision: Result<Decision, Rejection>,
     /// Local repairs applied to get there.
     pub repairs: Vec<RepairKind>,
+    /// The native call this decision came from, if any: its result must answer this id.
+    pub call_id: Option<String>,
 }
 
 impl Parsed {
@@ -21,6 +23,7 @@ impl Parsed {
         Self {
             decision: Err(rejection),
             repairs: Vec::new(),
+            call_id: None,
         }
     }
 }
@@ -59,6 +62,7 @@ pub fn parse_text(text: &str, allow_repair: bool) -> Parsed {
     Parsed {
         decision: value.and_then(normalize),
         repairs,
+        call_id: None,
     }
 }
 
@@ -80,6 +84,7 @@ pub fn parse_native(reply: &ModelReply, allow_repair: bool) -> Vec<Parsed> {
                 call_id: None,
             })),
             repairs: Vec::new(),
+            call_id: None,
         }];
     }
     reply
@@ -96,37 +101,49 @@ fn parse_call(call: &ToolCall, reason: &str, allow_repair: bool) -> Parsed {
         call.arguments.as_str()
     };
     let (value, repairs) = parse_json(raw, allow_repair);
-    let decision = value.and_then(|v| {
-        if call.name == FINAL_ANSWER {
-            let mut v = v;
-            if let Some(obj) = v.as_object_mut() {
-                obj.insert("state".into(), Value::String("final".into()));
-            }
-            normalize(v).and_then(|d| match d {
-                Decision::Final(f) => Ok(Decision::Final(Final {
+    let decision = value
+        .and_then(|v| {
+            if call.name == FINAL_ANSWER {
+                let mut v = v;
+                if let Some(obj) = v.as_object_mut() {
+                    obj.insert("state".into(), Value::String("final".into()));
+                }
+                normalize(v).and_then(|d| match d {
+                    Decision::Final(f) => Ok(Decision::Final(Final {
+                        call_id: Some(call.id.clone()),
+                        ..f
+                    })),
+                    Decision::Action(_) => Err(Rejection::new(
+                        Category::DecisionSchema,
+                        "final_answer: expected {satisfied, final_summary}",
+                    )),
+                })
+            } else if v.is_object() {
+                Ok(Decision::Action(Action {
+                    reason: reason.to_string(),
+                    tool: call.name.clone(),
+                    input: v,
                     call_id: Some(call.id.clone()),
-                    ..f
-                })),
-                Decision::Action(_) => Err(Rejection::new(
-                    Category::DecisionSchema,
-                    "final_answer: expected {satisfied, final_summary}",
-                )),
-            })
-        } else if v.is_object() {
-            Ok(Decision::Action(Action {
-                reason: reason.to_string(),
-                tool: call.name.clone(),
-                input: v,
-                call_id: Some(call.id.clone()),
-            }))
-        } else {
-            Err(
-                Rejection::new(Category::InvalidToolInput, "tool_input: expected an object")
-                    .with_tool(call.name.clone()),
-            )
-        }
-    });
-    Parsed { decision, repairs }
+                }))
+            } else {
+                Err(
+                    Rejection::new(Category::InvalidToolInput, "tool_input: expected an object")
+                        .with_tool(call.name.clone()),
+                )
+            }
+        })
+        .map_err(|r| {
+            if r.tool.is_none() {
+                r.with_tool(call.name.clone())
+            } else {
+                r
+            }
+        });
+    Parsed {
+        decision,
+        repairs,
+        call_id: Some(call.id.clone()),
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,196 @@
+use std::sync::Arc;
+
+use schemars::JsonSchema;
+
+use super::{Agent, OutputValidator};
+use crate::context::ContextBudget;
+use crate::feedback::{FeedbackTemplate, TemplateError};
+use crate::message::Message;
+use crate::model::{Model, Protocol};
+use crate::policy::{CircuitBreakers, Policy, ToolPolicy};
+use crate::prompt::SystemPrompt;
+use crate::tool::{InputValidator, RegistryError, SchemaError, Tool, ToolRegistry, TypedTool};
+
+/// Building an agent failed.
+#[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
+pub enum BuildError {
+    /// A tool could not be registered.
+    #[error(transparent)]
+    Registry(#[from] RegistryError),
+    /// A template does not compile.
+    #[error(transparent)]
+    Template(#[from] TemplateError),
+    /// The typed output's schema does not compile.
+    #[error(transparent)]
+    Schema(#[from] SchemaError),
+    /// A per-tool policy names a tool that is not registered.
+    #[error("tool policy for `{0}`: no such tool is registered")]
+    UnknownToolPolicy(String),
+}
+
+/// Builds an [`Agent`]: `Agent::builder(model).typed_tool(t).policy(p).build()`.
+pub struct AgentBuilder {
+    model: Arc<dyn Model>,
+    tools: ToolRegistry,
+    policy: Policy,
+    protocol: Protocol,
+    system: Option<String>,
+    feedback: Option<String>,
+    breakers: Option<Arc<CircuitBreakers>>,
+    context: ContextBudget,
+    validators: Vec<Arc<dyn OutputValidator>>,
+    output: Option<serde_json::Value>,
+    examples: Vec<Message>,
+    errors: Vec<BuildError>,
+}
+
+impl AgentBuilder {
+    pub(crate) fn new(model: Arc<dyn Model>) -> Self {
+        Self {
+            model,
+            tools: ToolRegistry::new(),
+            policy: Policy::default(),
+            protocol: Protocol::Json,
+            system: None,
+            feedback: None,
+            breakers: None,
+            context: ContextBudget::default(),
+            validators: Vec::new(),
+            output: None,
+            examples: Vec::new(),
+            errors: Vec::new(),
+        }
+    }
+
+    /// Registers a tool.
+    pub fn tool(mut self, tool: impl Tool + 'static) -> Self {
+        if let Err(e) = self.tools.register(Arc::new(tool)) {
+            self.errors.push(e.into());
+        }
+        self
+    }
+
+    /// Registers a typed tool.
+    pub fn typed_tool(mut self, tool: impl TypedTool) -> Self {
+        if let Err(e) = self.tools.register_typed(tool) {
+            self.errors.push(e.into());
+        }
+        self
+    }
+
+    /// Uses an already built registry (replacing any tools added so far).
+    pub fn tools(mut self, tools: ToolRegistry) -> Self {
+        self.tools = tools;
+        self
+    }
+
+    /// Sets every bound at once.
+    pub fn policy(mut self, policy: Policy) -> Self {
+        self.policy = policy;
+        self
+    }
+
+    /// Overrides the policy of one tool.
+    pub fn tool_policy(mut self, tool: &str, policy: ToolPolicy) -> Self {
+        self.policy.tools.insert(tool.to_string(), policy);
+        self
+    }
+
+    /// Chooses the decision protocol.
+    pub fn protocol(mut self, protocol: Protocol) -> Self {
+        self.protocol = protocol;
+        self
+    }
+
+    /// Replaces the system prompt template (see `prompt::DEFAULT_SYSTEM_TEMPLATE`).
+    pub fn system_template(mut self, source: impl Into<String>) -> Self {
+        self.system = Some(source.into());
+        self
+    }
+
+    /// Replaces the feedback template (see `feedback::DEFAULT_FEEDBACK_TEMPLATE`).
+    pub fn feedback_template(mut self, source: impl Into<String>) -> Self {
+        self.feedback = Some(source.into());
+        self
+    }
+
+    /// Shares circuit breakers with other agents (by default each agent has its own).
+    pub fn breakers(mut self, breakers: Arc<CircuitBreakers>) -> Self {
+        self.breakers = Some(breakers);
+        self
+    }
+
+    /// Sets the context budget.
+    pub fn context_budget(mut self, budget: ContextBudget) -> Self {
+        self.context = budget;
+        self
+    }
+
+    /// Adds worked example turns shown before the request.
+    pub fn examples(mut self, examples: Vec<Message>) -> Self {
+        self.examples = examples;
+        self
+    }
+
+    /// Adds an output validator.
+    pub fn validator(mut self, validator: impl OutputValidator + 'static) -> Self {
+        self.validators.push(Arc::new(validator));
+        self
+    }
+
+    /// Declares a typed final output: the final summary must be JSON matching `T`'s schema.
+    pub fn output<T: JsonSchema>(mut self) -> Self {
+        let mut schema = serde_json::to_value(schemars::schema_for!(T)).unwrap_or_default();
+        if let Some(obj) = schema.as_object_mut() {
+            obj.remove("$schema");
+        }
+        self.output = Some(schema);
+        self
+    }
+
+    /// Validates everything and builds the agent.
+    pub fn build(mut self) -> Result<Agent, BuildError> {
+        if let Some(error) = self.errors.drain(..).next() {
+            return Err(error);
+        }
+        if let Some(name) = self
+            .policy
+            .tools
+            .keys()
+            .find(|n| self.tools.get(n).is_none())
+        {
+            return Err(BuildError::UnknownToolPolicy(name.clone()));
+        }
+        let system = match self.system {
+            Some(source) => SystemPrompt::new(source)?,
+            None => SystemPrompt::default(),
+        };
+        let feedback = match self.feedback {
+            Some(source) => FeedbackTemplate::new(source)?,
+            None => FeedbackTemplate::default(),
+        };
+        let output = match self.output {
+            Some(schema) => {
+                let validator = InputValidator::new("output", &schema)?;
+                Some((schema, validator))
+            }
+            None => None,
+        };
+        let breakers = self
+            .breakers
+            .unwrap_or_else(|| Arc::new(CircuitBreakers::new(self.policy.breaker)));
+        Ok(Agent {
+            model: self.model,
+            tools: self.tools,
+            policy: self.policy,
+            protocol: self.protocol,
+            system,
+            feedback,
+            breakers,
+            context: self.context,
+            validators: self.validators,
+            output,
+            examples: self.examples,
+        })
+    }
+}

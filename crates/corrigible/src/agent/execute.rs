@@ -1,0 +1,188 @@
+use std::time::Instant;
+
+use super::run::{Run, Verdict, stopped};
+use crate::decision::Action;
+use crate::fingerprint::fingerprint;
+use crate::policy::{BreakerDecision, BreakerState};
+use crate::rejection::{Category, Rejection};
+use crate::tool::{ToolContext, ToolOutcome};
+use crate::trace::{AttemptRecord, StepOutcome, StepRecord, StopReason};
+
+impl Run<'_> {
+    /// Executes a validated action: breaker, attempts with backoff, then the outcome's effect on
+    /// the run (a result for the model, a rejection, or the end of the run).
+    pub(crate) async fn act(&mut self, step: u32, action: Action) -> Verdict {
+        let name = action.tool.clone();
+        let Some(tool) = self.tools.get(&name).cloned() else {
+            return Verdict::Rejected(
+                Rejection::new(Category::UnknownTool, format!("unknown tool `{name}`"))
+                    .with_tool(name),
+                action.call_id,
+            );
+        };
+        let print = fingerprint(&name, &action.input);
+        let idempotency_key = format!("{}:{}:{:016x}", self.rec.run_id(), step, fnv1a(&print));
+        self.state.executed += 1;
+        let started = Instant::now();
+        let call_id = action.call_id.as_deref();
+        let mut record = StepRecord {
+            step,
+            tool: name.clone(),
+            input: action.input.clone(),
+            outcome: StepOutcome::Ok,
+            output: None,
+            error: None,
+            attempts: 0,
+            latency_ms: 0.0,
+            idempotency_key: idempotency_key.clone(),
+            attempt_errors: Vec::new(),
+        };
+
+        let breakers = self.agent.breakers.clone();
+        let (gate, transition) = breakers.acquire(&name);
+        if let Some(t) = transition {
+            self.rec.breaker(t);
+        }
+        if let BreakerDecision::Reject { retry_in } = gate {
+            let message = format!(
+                "tool `{name}` is unavailable: its circuit breaker is open after repeated failures \
+                 (next probe in {:.0} s); choose another action, or give a final answer with satisfied false",
+                retry_in.as_secs_f64().ceil()
+            );
+            record.outcome = StepOutcome::CircuitOpen;
+            record.error = Some(message.clone());
+            self.rec.step(record, 0);
+            let rejection =
+                Rejection::new(Category::CircuitOpen, message.clone()).with_tool(name.clone());
+            self.rec
+                .rejection(step, 1, &self.stage_of(step), &rejection);
+            self.history.tool_result(call_id, &name, &message, true);
+            return Verdict::Executed;
+        }
+
+        let retries = self.policy.retries_for(&name, tool.idempotent());
+        let mut delays = self.policy.retry.backoff.delays(fnv1a(&idempotency_key));
+        let outcome = loop {
+            record.attempts += 1;
+            let ctx = ToolContext {
+                run_id: self.rec.run_id().to_string(),
+                step,
+                attempt: record.attempts,
+                idempotency_key: idempotency_key.clone(),
+            };
+            let outcome = tool.call(action.input.clone(), &ctx).await;
+            let healthy = !matches!(outcome, ToolOutcome::Failed(_) | ToolOutcome::Fatal(_));
+            if let Some(t) = breakers.record(&name, healthy) {
+                self.rec.breaker(t);
+            }
+            match outcome {
+                ToolOutcome::Failed(error)
+                    if record.attempts <= retries
+                        && breakers.state(&name) == BreakerState::Closed =>
+                {
+                    let delay = delays.next().unwrap_or_default();
+                    record.attempt_errors.push(AttemptRecord {
+                        attempt: record.attempts,
+                        error,
+                        delay_ms: Some(delay.as_secs_f64() * 1000.0),
+                    });
+                    tokio::time::sleep(delay).await;
+                }
+                ToolOutcome::Failed(error) => {
+                    record.attempt_errors.push(AttemptRecord {
+                        attempt: record.attempts,
+                        error: error.clone(),
+                        delay_ms: None,
+                    });
+                    break ToolOutcome::Failed(error);
+                }
+                other => break other,
+            }
+        };
+        record.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        let retried = record.attempts.saturating_sub(1);
+
+        match outcome {
+            ToolOutcome::Ok(value) => {
+                self.state.any_ok = true;
+                let text = match &value {
+                    serde_json::Value::String(s) => s.clone(),
+                    other => other.to_string(),
+                };
+                record.output = Some(value);
+                self.rec.step(record, retried);
+                self.history.tool_result(call_id, &name, &text, false);
+                Verdict::Executed
+            }
+            ToolOutcome::Retry(message) => {
+                self.state
+                    .failed
+                    .insert(print, format!("{name} rejected it: {message}"));
+                let count = self.state.rejections.entry(name.clone()).or_default();
+                *count += 1;
+                let count = *count;
+                let budget = self.policy.rejections_for(&name);
+                record.outcome = StepOutcome::Rejected;
+                record.error = Some(message.clone());
+                self.rec.step(record, retried);
+                let rejection =
+                    Rejection::new(Category::ToolRejected, message.clone()).with_tool(name.clone());
+                self.rec
+                    .rejection(step, count, &self.stage_of(step), &rejection);
+                if count > budget {
+                    return Verdict::Stop(stopped(
+                        StopReason::ToolFatal,
+                        format!(
+                            "tool `{name}` rejected its input {count} time(s), over its budget of {budget}: {message}"
+                        ),
+                    ));
+                }
+                self.history.tool_result(call_id, &name, &message, true);
+                Verdict::Executed
+            }
+            ToolOutcome::Failed(error) => {
+                let attempts = record.attempts;
+                self.state
+                    .failed
+                    .insert(print, format!("{name} failed: {error}"));
+                let failures = self.state.failures.entry(name.clone()).or_default();
+                *failures += 1;
+                let failures = *failures;
+                record.outcome = StepOutcome::Failed;
+                record.error = Some(error.clone());
+                self.rec.step(record, retried);
+                let message = format!("tool `{name}` failed after {attempts} attempt(s): {error}");
+                let rejection =
+                    Rejection::new(Category::ToolFailed, message.clone()).with_tool(name.clone());
+                self.rec
+                    .rejection(step, failures, &self.stage_of(step), &rejection);
+                self.history.tool_result(call_id, &name, &message, true);
+                Verdict::Executed
+            }
+            ToolOutcome::Fatal(error) => {
+                record.outcome = StepOutcome::Failed;
+                record.error = Some(error.clone());
+                self.rec.step(record, retried);
+                Verdict::Stop(stopped(
+                    StopReason::ToolFatal,
+                    format!("tool `{name}` failed fatally: {error}"),
+                ))
+            }
+        }
+    }
+
+    /// The stage of the latest model call (the one whose decision is being executed).
+    fn stage_of(&self, step: u32) -> crate::stage::Stage {
+        self.rec
+            .last_stage()
+            .cloned()
+            .unwrap_or_else(|| crate::stage::Stage::new(step, 0))
+    }
+}
+
+/// FNV-1a, for short stable keys and jitter seeds.
+fn fnv1a(text: &str) -> u64 {
+    text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
+        (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
+    })
+}

@@ -1,0 +1,385 @@
+use std::collections::{BTreeMap, HashMap};
+use std::sync::Arc;
+use std::time::Instant;
+
+use tracing::Instrument;
+
+use super::history::History;
+use super::{Agent, RunError, RunOptions};
+use crate::context::estimate_tokens;
+use crate::decision::{Decision, Final, Parsed, final_answer_spec, parse_native, parse_text};
+use crate::feedback::Feedback;
+use crate::model::{
+    CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec,
+};
+use crate::policy::Policy;
+use crate::rejection::{Category, Rejection};
+use crate::stage::Stage;
+use crate::tool::ToolRegistry;
+use crate::trace::recorder::Ending;
+use crate::trace::{NullSink, Recorder, RunReport, StopReason};
+
+/// Counters and evidence of one run.
+#[derive(Default)]
+pub(crate) struct RunState {
+    /// Executed (or breaker-refused) actions.
+    pub executed: u32,
+    /// Whether any executed action succeeded.
+    pub any_ok: bool,
+    /// Fingerprints of failed actions, with their error.
+    pub failed: BTreeMap<String, String>,
+    /// `Retry` rejections per tool.
+    pub rejections: HashMap<String, u32>,
+    /// Failures per tool.
+    pub failures: HashMap<String, u32>,
+    /// Output-validator rejections sent back.
+    pub output_retries: u32,
+}
+
+/// How one decision of a reply was handled.
+pub(crate) enum Verdict {
+    /// A tool action was executed (or refused by its breaker); the slot is complete.
+    Executed,
+    /// The decision was rejected: the rejection goes back to the model.
+    Rejected(Rejection, Option<String>),
+    /// The run is over.
+    Stop(Ending),
+}
+
+/// One run of an agent: the loop ask → parse → validate → correct or execute → record.
+pub(crate) struct Run<'a> {
+    pub(crate) agent: &'a Agent,
+    pub(crate) model: Arc<dyn Model>,
+    pub(crate) policy: Policy,
+    pub(crate) tools: ToolRegistry,
+    pub(crate) specs: Vec<ToolSpec>,
+    pub(crate) rec: Recorder,
+    pub(crate) history: History,
+    pub(crate) request: String,
+    pub(crate) state: RunState,
+}
+
+impl<'a> Run<'a> {
+    pub(crate) fn start(
+        agent: &'a Agent,
+        prompt: &str,
+        options: RunOptions,
+    ) -> Result<Self, RunError> {
+        if prompt.trim().is_empty() {
+            return Err(RunError::InvalidRequest("prompt: must not be empty".into()));
+        }
+        let tools = match &options.tools {
+            None => agent.tools.clone(),
+            Some(names) => {
+                if let Some(unknown) = names.iter().find(|n| agent.tools.get(n).is_none()) {
+                    return Err(RunError::InvalidRequest(format!(
+                        "tools: unknown tool `{unknown}`; available tools: {}",
+                        agent.tools.names().join(", ")
+                    )));
+                }
+                agent.tools.filtered(|name| names.iter().any(|n| n == name))
+            }
+        };
+        let model = options.model.unwrap_or_else(|| agent.model.clone());
+        let run_id = options
+            .run_id
+            .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
+        let sink = options.sink.unwrap_or_else(|| Arc::new(NullSink));
+        let declared = tools.specs();
+        let system = agent
+            .system
+            .render(
+                agent.protocol,
+                &declared,
+                agent.output.as_ref().map(|(schema, _)| schema),
+            )
+            .map_err(|e| RunError::Template(e.to_string()))?;
+        let mut specs = declared;
+        if agent.protocol == Protocol::Native {
+            specs.push(final_answer_spec());
+        }
+        let rec = Recorder::new(&run_id, prompt, model.name(), agent.protocol, sink);
+        Ok(Self {
+            agent,
+            model,
+            policy: options.policy.unwrap_or_else(|| agent.policy.clone()),
+            tools,
+            specs,
+            rec,
+            history: History::new(agent.protocol, system, &agent.examples, prompt),
+            request: prompt.to_string(),
+            state: RunState::default(),
+        })
+    }
+
+    pub(crate) async fn execute(mut self) -> Result<RunReport, RunError> {
+        let span = tracing::info_span!("run", run_id = %self.rec.run_id());
+        async move {
+            let mut step = 1;
+            loop {
+                if let Some(ending) = self.slot(step).await? {
+                    return Ok(self.rec.finish(ending));
+                }
+                step += 1;
+            }
+        }
+        .instrument(span)
+        .await
+    }
+
+    /// One action slot: asks until a decision is accepted, corrections run out or the run ends.
+    async fn slot(&mut self, step: u32) -> Result<Option<Ending>, RunError> {
+        let limits = self.policy.limits;
+        let mut round = 0u32;
+        let mut corrections = 0u32;
+        let mut repeated = 0u32;
+        let mut correction: Option<CorrectionContext> = None;
+        let mut rejected_reply: Option<String> = None;
+        loop {
+            if self.state.executed >= limits.max_actions {
+                return Ok(Some(stopped(
+                    StopReason::MaxActions,
+                    "final decision".into(),
+                )));
+            }
+            if let Some(hit) =
+                limits.usage_limit_hit(self.rec.usage().model_calls, self.rec.tokens())
+            {
+                return Ok(Some(stopped(StopReason::UsageLimit, hit.to_string())));
+            }
+            let stage = Stage::new(step, round);
+            let reply = self
+                .ask(&stage, correction.take(), rejected_reply.as_deref())
+                .await?;
+            let decisions = self.parse(step, &stage, &reply);
+            self.history.reply(&reply);
+
+            let mut executed = false;
+            let mut rejections = Vec::new();
+            for parsed in decisions {
+                let call_id = parsed.call_id.clone();
+                let verdict = match parsed.decision.and_then(|d| self.validate(d)) {
+                    Err(rejection) => Verdict::Rejected(rejection, call_id),
+                    Ok(decision) => {
+                        self.rec.decision(step, &stage, &decision);
+                        match decision {
+                            Decision::Action(action) => self.act(step, action).await,
+                            Decision::Final(answer) => self.conclude(answer),
+                        }
+                    }
+                };
+                match verdict {
+                    Verdict::Executed => executed = true,
+                    Verdict::Stop(ending) => return Ok(Some(ending)),
+                    Verdict::Rejected(rejection, call_id) => rejections.push((rejection, call_id)),
+                }
+            }
+            if rejections.is_empty() || executed {
+                for (rejection, call_id) in &rejections {
+                    self.reject(step, corrections + 1, &stage, rejection, call_id.as_deref());
+                }
+                return Ok(None);
+            }
+
+            let (first, _) = &rejections[0];
+            let output_only = rejections
+                .iter()
+                .all(|(r, _)| r.category == Category::OutputRejected);
+            let attempt = if output_only {
+                self.state.output_retries + 1
+            } else {
+                corrections + 1
+            };
+            for (rejection, call_id) in &rejections {
+                self.reject(step, attempt, &stage, rejection, call_id.as_deref());
+            }
+            if output_only {
+                if self.state.output_retries >= limits.output_retries {
+                    return Ok(Some(stopped(
+                        StopReason::OutputRejected,
+                        format!("accepted output: {}", first.message),
+                    )));
+                }
+                self.state.output_retries += 1;
+            } else {
+                if corrections >= limits.max_corrections {
+                    return Ok(Some(stopped(
+                        StopReason::CorrectionsExhausted,
+                        "valid decision".into(),
+                    )));
+                }
+                corrections += 1;
+            }
+            if rejections
+                .iter()
+                .any(|(r, _)| r.category == Category::RepeatedFailedAction)
+            {
+                repeated += 1;
+            }
+            round += 1;
+            let signature = signature(&reply);
+            correction = Some(CorrectionContext {
+                category: first.category,
+                rejected_reply: signature.clone(),
+                tool: first.tool.clone(),
+                failed_actions: self.state.failed.keys().cloned().collect(),
+                round,
+                repeated_in_slot: repeated,
+            });
+            rejected_reply = Some(signature);
+        }
+    }
+
+    /// Asks the model, under the context budget.
+    async fn ask(
+        &mut self,
+        stage: &Stage,
+        correction: Option<CorrectionContext>,
+        rejected_reply: Option<&str>,
+    ) -> Result<ModelReply, RunError> {
+        let model = self.model.clone();
+        let count = |text: &str| {
+            model
+                .count_tokens(text)
+                .unwrap_or_else(|| estimate_tokens(text))
+        };
+        let request = ModelRequest {
+            stage: stage.clone(),
+            messages: self.agent.context.fit(&self.history.messages, &count),
+            tools: self.specs.clone(),
+            protocol: self.agent.protocol,
+            correction,
+        };
+        let started = Instant::now();
+        let result = self
+            .model
+            .complete(&request)
+            .instrument(tracing::info_span!("model_call", stage = %stage))
+            .await;
+        let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match result {
+            Ok(reply) => {
+                let identical =
+                    rejected_reply.is_some_and(|previous| previous == signature(&reply));
+                self.rec.model_call(&request, &reply, latency_ms, identical);
+                Ok(reply)
+            }
+            Err(ModelError::Transport(message)) => {
+                self.rec.transport_failure(&message);
+                Err(RunError::Transport(message))
+            }
+            Err(other) => {
+                self.rec.transport_failure(&other.to_string());
+                Err(RunError::Model(other))
+            }
+        }
+    }
+
+    /// Parses a reply into decisions and records any local repairs.
+    fn parse(&mut self, step: u32, stage: &Stage, reply: &ModelReply) -> Vec<Parsed> {
+        let repair = self.policy.repair;
+        let text = reply.text.as_deref().unwrap_or("");
+        let parsed = match self.agent.protocol {
+            Protocol::Json if text.trim().is_empty() && !reply.tool_calls.is_empty() => {
+                parse_native(reply, repair)
+            }
+            Protocol::Json => vec![parse_text(text, repair)],
+            Protocol::Native => parse_native(reply, repair),
+        };
+        for kind in parsed.iter().flat_map(|p| p.repairs.iter().copied()) {
+            self.rec.repair(step, stage, kind);
+        }
+        parsed
+    }
+
+    /// Records a rejection and sends it back as feedback.
+    fn reject(
+        &mut self,
+        step: u32,
+        attempt: u32,
+        stage: &Stage,
+        rejection: &Rejection,
+        call_id: Option<&str>,
+    ) {
+        self.rec.rejection(step, attempt, stage, rejection);
+        let max_attempts = if rejection.category == Category::OutputRejected {
+            self.policy.limits.output_retries
+        } else {
+            self.policy.limits.max_corrections
+        };
+        let text = self
+            .agent
+            .feedback
+            .render(&Feedback {
+                category: rejection.category,
+                error: &rejection.message,
+                tool_name: rejection.tool.as_deref(),
+                attempt,
+                max_attempts,
+                request: &self.request,
+            })
+            .unwrap_or_else(|e| format!("{}: {} ({e})", rejection.category, rejection.message));
+        let tool = rejection.tool.as_deref().unwrap_or("final_answer");
+        self.history.feedback(call_id, tool, &text);
+    }
+
+    /// Accepts a valid final answer, or rejects it through the output validators.
+    fn conclude(&mut self, answer: Final) -> Verdict {
+        let call_id = answer.call_id.clone();
+        let mut output = None;
+        if let Some((_, validator)) = &self.agent.output {
+            let parsed = serde_json::from_str::<serde_json::Value>(&answer.summary)
+                .map_err(|e| format!("final_summary: not JSON text: {e}"))
+                .and_then(|value| {
+                    validator
+                        .validate(&value)
+                        .map(|_| value)
+                        .map_err(|e| e.replace("tool_input", "final_summary"))
+                });
+            match parsed {
+                Ok(value) => output = Some(value),
+                Err(message) => {
+                    return Verdict::Rejected(
+                        Rejection::new(Category::OutputRejected, message),
+                        call_id,
+                    );
+                }
+            }
+        }
+        for validator in &self.agent.validators {
+            if let Err(message) = validator.validate(&answer) {
+                return Verdict::Rejected(
+                    Rejection::new(Category::OutputRejected, message),
+                    call_id,
+                );
+            }
+        }
+        Verdict::Stop(Ending {
+            satisfied: answer.satisfied,
+            final_summary: Some(answer.summary),
+            missing: None,
+            stop_reason: StopReason::Final,
+            output,
+        })
+    }
+}
+
+/// An ending without a valid final answer.
+pub(crate) fn stopped(stop_reason: StopReason, missing: String) -> Ending {
+    Ending {
+        satisfied: false,
+        final_summary: None,
+        missing: Some(missing),
+        stop_reason,
+        output: None,
+    }
+}
+
+/// What a reply said, for detecting identical retries.
+fn signature(reply: &ModelReply) -> String {
+    let mut out = reply.text.as_deref().unwrap_or("").trim().to_string();
+    for call in &reply.tool_calls {
+        out.push_str(&format!("\n{}({})", call.name, call.arguments.trim()));
+    }
+    out
+}

@@ -1,0 +1,58 @@
+use super::run::Run;
+use crate::decision::Decision;
+use crate::fingerprint::fingerprint;
+use crate::rejection::{Category, Rejection};
+
+impl Run<'_> {
+    /// Checks a parsed decision against the registry, the run's failures and its evidence.
+    pub(crate) fn validate(&self, decision: Decision) -> Result<Decision, Rejection> {
+        match &decision {
+            Decision::Action(action) => {
+                let Some(result) = self.tools.validate(&action.tool, &action.input) else {
+                    return Err(Rejection::new(
+                        Category::UnknownTool,
+                        self.unknown_tool_message(&action.tool),
+                    )
+                    .with_tool(action.tool.clone()));
+                };
+                if let Err(message) = result {
+                    return Err(Rejection::new(Category::InvalidToolInput, message)
+                        .with_tool(action.tool.clone()));
+                }
+                let print = fingerprint(&action.tool, &action.input);
+                if let Some(previous) = self.state.failed.get(&print) {
+                    return Err(Rejection::new(
+                        Category::RepeatedFailedAction,
+                        format!(
+                            "this exact call already failed in this run ({previous}); change the input, \
+                             use another tool, or give a final answer with satisfied false"
+                        ),
+                    )
+                    .with_tool(action.tool.clone()));
+                }
+            }
+            Decision::Final(answer) => {
+                if answer.satisfied && self.state.executed > 0 && !self.state.any_ok {
+                    return Err(Rejection::new(
+                        Category::UngroundedFinal,
+                        "satisfied is true but every tool call in this run failed, so no tool result \
+                         supports the answer; try a different action, or answer with satisfied false \
+                         and say what failed",
+                    ));
+                }
+            }
+        }
+        Ok(decision)
+    }
+
+    fn unknown_tool_message(&self, name: &str) -> String {
+        let names = self.tools.names();
+        if names.is_empty() {
+            return format!("unknown tool `{name}`: no tools are available, give a final answer");
+        }
+        format!(
+            "unknown tool `{name}`; available tools: {}",
+            names.join(", ")
+        )
+    }
+}

@@ -1,0 +1,98 @@
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+use super::{CorrectionRecord, ModelCallRecord, RepairRecord, StepRecord, StopReason, UsageTotals};
+use crate::model::{ModelReply, ModelRequest, Protocol};
+use crate::policy::BreakerTransition;
+use crate::stage::Stage;
+
+/// One thing that happened in a run, in the order it happened.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "type", rename_all = "snake_case")]
+pub enum TraceEvent {
+    /// The run began.
+    RunStarted {
+        /// The run's id.
+        run_id: String,
+        /// The user's request.
+        prompt: String,
+        /// The model's name.
+        model: String,
+        /// The decision protocol.
+        protocol: Protocol,
+    },
+    /// A model call returned.
+    ModelCall {
+        /// The call.
+        record: ModelCallRecord,
+    },
+    /// A decision was accepted.
+    Decision {
+        /// The action slot.
+        step: u32,
+        /// The model call it came from.
+        stage: Stage,
+        /// The decision in its canonical JSON shape.
+        decision: Value,
+    },
+    /// A reply was repaired locally.
+    Repair {
+        /// The repair.
+        record: RepairRecord,
+    },
+    /// A rejection was sent back to the model.
+    Rejection {
+        /// Its index in the report's `corrections`.
+        index: usize,
+        /// The rejection.
+        record: CorrectionRecord,
+    },
+    /// A rejection was fixed by a later reply.
+    Corrected {
+        /// Its index in the report's `corrections`.
+        index: usize,
+    },
+    /// A tool action was executed (or refused by its breaker).
+    ToolCall {
+        /// The step.
+        record: StepRecord,
+    },
+    /// A circuit breaker changed state.
+    Breaker {
+        /// The change.
+        transition: BreakerTransition,
+    },
+    /// The run ended.
+    RunFinished {
+        /// Whether it was satisfied.
+        satisfied: bool,
+        /// Why it stopped.
+        stop_reason: StopReason,
+        /// The final answer, if any.
+        final_summary: Option<String>,
+        /// Totals.
+        usage: UsageTotals,
+    },
+    /// The run ended with an infrastructure error (the model's transport failed).
+    RunFailed {
+        /// What failed.
+        error: String,
+    },
+}
+
+/// Receives trace events as they happen (a store, a live stream, a transcript file).
+pub trait TraceSink: Send + Sync {
+    /// Called for every event, in order.
+    fn event(&self, event: &TraceEvent);
+
+    /// Called for every model call with the exact request and reply.
+    fn exchange(&self, _request: &ModelRequest, _reply: &ModelReply) {}
+}
+
+/// A sink that drops everything.
+#[derive(Debug, Default, Clone, Copy)]
+pub struct NullSink;
+
+impl TraceSink for NullSink {
+    fn event(&self, _event: &TraceEvent) {}
+}
