@@ -1,1 +1,35 @@
-//! placeholder
+//! corrigible-local: the embedded model of corrigible.
+//!
+//! [`LocalModel`] runs a llama-architecture GGUF file (by default SmolLM2-135M-Instruct,
+//! fetched by `scripts/fetch-model`) on the CPU and implements [`corrigible::Model`] for the
+//! JSON decision protocol. A reply is decoded greedily (or sampled with a seed), optionally
+//! constrained token by token to the decision's JSON Schema ([`Constrain`]), and a correction
+//! round reuses the cached keys and values of the prompt prefix it shares with the previous
+//! call. [`LocalConfig`] holds the settings, [`resolve_model_path`] finds the file, and
+//! [`bench`] measures prefill and decode speed.
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+pub mod bench;
+mod config;
+mod constraint;
+mod error;
+mod generate;
+mod llama;
+mod model;
+mod path;
+mod sampler;
+mod template;
+mod tokenizer;
+
+pub use config::{Constrain, LocalConfig, Weights};
+pub use constraint::constraint_schema;
+pub use error::{FETCH_COMMAND, LocalError};
+pub use generate::{Generation, StopReason};
+pub use model::{LocalModel, inference_threads};
+pub use path::{
+    DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, MODEL_DIR_ENV, MODEL_ENV, model_path_from_env,
+    resolve_model_path,
+};
+pub use template::{CHATML_TEMPLATE, ChatTemplate};
+pub use tokenizer::Tokenizer;

@@ -1,0 +1,74 @@
+//! The errors of the embedded model.
+
+use std::path::PathBuf;
+
+use corrigible::ModelError;
+
+/// The command that fetches the default model, as a user would type it in the repository.
+pub const FETCH_COMMAND: &str = "scripts/fetch-model";
+
+/// Why the embedded model could not be loaded or run.
+#[derive(Debug, thiserror::Error)]
+pub enum LocalError {
+    /// The model file is not where it was expected.
+    #[error(
+        "embedded model not found at {}: run `{FETCH_COMMAND}` (or set CORRIGIBLE_MODEL to a llama-architecture GGUF file)",
+        path.display()
+    )]
+    ModelMissing {
+        /// Where the model was looked for.
+        path: PathBuf,
+    },
+    /// Reading the file failed.
+    #[error("cannot read {}: {source}", path.display())]
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        source: std::io::Error,
+    },
+    /// The file is not a usable llama-architecture GGUF model.
+    #[error("unsupported model file: {0}")]
+    Unsupported(String),
+    /// The tokenizer could not be built or could not encode/decode.
+    #[error("tokenizer error: {0}")]
+    Tokenizer(String),
+    /// The chat template is missing or failed to render.
+    #[error("chat template error: {0}")]
+    Template(String),
+    /// The decision schema could not be compiled into a grammar, or the grammar failed.
+    #[error("constraint error: {0}")]
+    Constraint(String),
+    /// Inference failed inside the tensor library.
+    #[error("inference error: {0}")]
+    Inference(String),
+    /// The prompt does not fit the model's context window.
+    #[error("prompt of {prompt} tokens does not fit the context window of {context} tokens")]
+    ContextOverflow {
+        /// Prompt tokens.
+        prompt: usize,
+        /// The model's context length.
+        context: usize,
+    },
+    /// A configuration value is invalid.
+    #[error("invalid configuration: {0}")]
+    Config(String),
+}
+
+impl From<candle_core::Error> for LocalError {
+    fn from(e: candle_core::Error) -> Self {
+        LocalError::Inference(e.to_string())
+    }
+}
+
+impl From<LocalError> for ModelError {
+    fn from(e: LocalError) -> Self {
+        match e {
+            LocalError::ModelMissing { .. }
+            | LocalError::Io { .. }
+            | LocalError::Unsupported(_)
+            | LocalError::Config(_) => ModelError::Config(e.to_string()),
+            other => ModelError::Other(other.to_string()),
+        }
+    }
+}

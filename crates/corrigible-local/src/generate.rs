@@ -1,0 +1,179 @@
+//! The decoding loop over the transformer, with reuse of the cached prompt prefix.
+
+use std::time::{Duration, Instant};
+
+use candle_core::{DType, Tensor};
+
+use crate::constraint::Constraint;
+use crate::error::LocalError;
+use crate::llama::Llama;
+use crate::sampler::Sampler;
+
+/// Longest slice of the prompt fed to the model in one forward pass.
+const PREFILL_CHUNK: usize = 256;
+
+/// Why generation ended.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model produced an end-of-turn token.
+    EndOfTurn,
+    /// The grammar was complete.
+    GrammarComplete,
+    /// The token bound was reached.
+    MaxTokens,
+}
+
+/// One generation's tokens and timings.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Generation {
+    /// Generated tokens, without the stop token.
+    pub tokens: Vec<u32>,
+    /// Prompt tokens pre-filled by this call.
+    pub prefilled: usize,
+    /// Prompt tokens whose keys and values were reused from the previous call.
+    pub reused: usize,
+    /// Why it ended.
+    pub stop: StopReason,
+    /// Time spent pre-filling the prompt.
+    pub prefill_time: Duration,
+    /// Time spent generating.
+    pub decode_time: Duration,
+}
+
+/// What the decoding loop needs besides the prompt.
+pub struct DecodeParams<'a> {
+    /// The most tokens to generate.
+    pub max_tokens: usize,
+    /// Tokens that end the turn.
+    pub stop_tokens: &'a [u32],
+    /// Token chooser.
+    pub sampler: Sampler,
+    /// The grammar the output must follow, if any.
+    pub constraint: Option<Constraint>,
+}
+
+/// The transformer and the tokens whose keys and values it holds.
+pub struct Runner {
+    llama: Llama,
+    cached: Vec<u32>,
+}
+
+fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+    a.iter().zip(b).take_while(|(x, y)| x == y).count()
+}
+
+fn logits_vec(logits: &Tensor) -> Result<Vec<f32>, LocalError> {
+    Ok(logits.to_dtype(DType::F32)?.to_vec1::<f32>()?)
+}
+
+impl Runner {
+    /// Wraps a freshly loaded model.
+    pub fn new(llama: Llama) -> Self {
+        Self {
+            llama,
+            cached: Vec::new(),
+        }
+    }
+
+    /// Forgets the cached prefix; the next call pre-fills everything.
+    pub fn reset(&mut self) {
+        self.llama.truncate_cache(0);
+        self.cached.clear();
+    }
+
+    fn feed(&mut self, tokens: &[u32]) -> Result<Tensor, LocalError> {
+        let logits = self.llama.forward(tokens)?;
+        self.cached.extend_from_slice(tokens);
+        Ok(logits)
+    }
+
+    /// Generates a reply to `prompt`; on any error the cache is dropped.
+    pub fn generate(
+        &mut self,
+        prompt: &[u32],
+        params: DecodeParams<'_>,
+    ) -> Result<Generation, LocalError> {
+        let result = self.generate_inner(prompt, params);
+        if result.is_err() {
+            self.reset();
+        }
+        result
+    }
+
+    fn generate_inner(
+        &mut self,
+        prompt: &[u32],
+        mut params: DecodeParams<'_>,
+    ) -> Result<Generation, LocalError> {
+        let context = self.llama.hyper().context_length;
+        if prompt.is_empty() || prompt.len() + 1 > context {
+            return Err(LocalError::ContextOverflow {
+                prompt: prompt.len(),
+                context,
+            });
+        }
+        let max_tokens = params.max_tokens.min(context - prompt.len());
+
+        let start = Instant::now();
+        // At least one prompt token is fed, so that there are logits to start from.
+        let reused = common_prefix(&self.cached, prompt).min(prompt.len() - 1);
+        self.llama.truncate_cache(reused);
+        self.cached.truncate(reused);
+        let mut logits = None;
+        for chunk in prompt[reused..].chunks(PREFILL_CHUNK) {
+            logits = Some(self.feed(chunk)?);
+        }
+        let Some(logits) = logits else {
+            return Err(LocalError::Inference("empty prefill".into()));
+        };
+        let mut logits = logits_vec(&logits)?;
+        let prefill_time = start.elapsed();
+
+        let start = Instant::now();
+        let mut tokens = Vec::new();
+        let stop = loop {
+            if let Some(c) = params.constraint.as_mut() {
+                c.mask(&mut logits)?;
+            }
+            let Some(token) = params.sampler.pick(&logits) else {
+                return Err(LocalError::Constraint(
+                    "no token is allowed at this point of the output".into(),
+                ));
+            };
+            if params.stop_tokens.contains(&token) {
+                break StopReason::EndOfTurn;
+            }
+            tokens.push(token);
+            if let Some(c) = params.constraint.as_mut() {
+                c.commit(token)?;
+                if c.is_stopped() {
+                    break StopReason::GrammarComplete;
+                }
+            }
+            if tokens.len() >= max_tokens {
+                break StopReason::MaxTokens;
+            }
+            logits = logits_vec(&self.feed(&[token])?)?;
+        };
+        Ok(Generation {
+            tokens,
+            prefilled: prompt.len() - reused,
+            reused,
+            stop,
+            prefill_time,
+            decode_time: start.elapsed(),
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn common_prefix_counts_equal_leading_tokens() {
+        assert_eq!(common_prefix(&[1, 2, 3], &[1, 2, 4, 5]), 2);
+        assert_eq!(common_prefix(&[], &[1]), 0);
+        assert_eq!(common_prefix(&[1, 2], &[1, 2]), 2);
+    }
+}

@@ -1,0 +1,186 @@
+//! Reading a llama-architecture GGUF file into a [`Llama`], re-quantizing on the way.
+
+use std::io::{Read, Seek};
+
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor, gguf_file};
+use candle_core::{Device, Result};
+use candle_nn::Embedding;
+use candle_transformers::quantized_nn::RmsNorm;
+
+use super::{Layer, Llama, Mlp, Rope};
+use crate::config::Weights;
+
+/// The longest context the rotary tables are built for, whatever the file declares.
+const MAX_CONTEXT: usize = 32_768;
+
+/// The hyper-parameters of a llama model, read from the GGUF metadata.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Hyper {
+    /// Attention heads.
+    pub n_head: usize,
+    /// Key/value heads (grouped-query attention).
+    pub n_kv_head: usize,
+    /// Width of one head.
+    pub head_dim: usize,
+    /// Transformer blocks.
+    pub n_layer: usize,
+    /// Hidden size.
+    pub embedding_length: usize,
+    /// Dimensions rotated by RoPE.
+    pub rope_dim: usize,
+    /// RoPE base frequency.
+    pub rope_freq_base: f32,
+    /// RMS-norm epsilon.
+    pub rms_norm_eps: f64,
+    /// Positions the model can attend to.
+    pub context_length: usize,
+}
+
+fn md_u32(ct: &gguf_file::Content, key: &str) -> Result<usize> {
+    match ct.metadata.get(key) {
+        Some(v) => Ok(v.to_u32()? as usize),
+        None => candle_core::bail!("missing `{key}` in the GGUF metadata"),
+    }
+}
+
+impl Hyper {
+    fn from_gguf(ct: &gguf_file::Content) -> Result<Self> {
+        let arch = ct
+            .metadata
+            .get("general.architecture")
+            .and_then(|v| v.to_string().ok())
+            .cloned()
+            .unwrap_or_default();
+        if arch != "llama" {
+            candle_core::bail!("architecture `{arch}` is not supported: expected `llama`");
+        }
+        if md_u32(ct, "llama.expert_count").unwrap_or(0) > 1 {
+            candle_core::bail!("mixture-of-experts llama models are not supported");
+        }
+        let n_head = md_u32(ct, "llama.attention.head_count")?;
+        let n_kv_head = md_u32(ct, "llama.attention.head_count_kv").unwrap_or(n_head);
+        let embedding_length = md_u32(ct, "llama.embedding_length")?;
+        if n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0 {
+            candle_core::bail!("invalid head counts {n_head}/{n_kv_head}");
+        }
+        if embedding_length % n_head != 0 {
+            candle_core::bail!(
+                "embedding length {embedding_length} is not a multiple of {n_head} heads"
+            );
+        }
+        let head_dim = embedding_length / n_head;
+        let rms_norm_eps = match ct.metadata.get("llama.attention.layer_norm_rms_epsilon") {
+            Some(v) => v.to_f32()? as f64,
+            None => 1e-5,
+        };
+        let rope_freq_base = ct
+            .metadata
+            .get("llama.rope.freq_base")
+            .and_then(|v| v.to_f32().ok())
+            .unwrap_or(10_000.0);
+        Ok(Self {
+            n_head,
+            n_kv_head,
+            head_dim,
+            n_layer: md_u32(ct, "llama.block_count")?,
+            embedding_length,
+            rope_dim: md_u32(ct, "llama.rope.dimension_count").unwrap_or(head_dim),
+            rope_freq_base,
+            rms_norm_eps,
+            context_length: md_u32(ct, "llama.context_length")
+                .unwrap_or(4096)
+                .clamp(1, MAX_CONTEXT),
+        })
+    }
+}
+
+/// Formats with no vectorized CPU kernel in candle: decoding with them is several times slower.
+fn needs_requantizing(dtype: GgmlDType) -> bool {
+    matches!(dtype, GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1)
+}
+
+struct Reader<'a, R> {
+    ct: &'a gguf_file::Content,
+    reader: &'a mut R,
+    device: &'a Device,
+    weights: Weights,
+}
+
+impl<R: Read + Seek> Reader<'_, R> {
+    fn raw(&mut self, name: &str) -> Result<QTensor> {
+        self.ct.tensor(self.reader, name, self.device)
+    }
+
+    fn matrix(&mut self, name: &str) -> Result<QMatMul> {
+        let t = self.raw(name)?;
+        QMatMul::from_qtensor(self.convert(t)?)
+    }
+
+    fn convert(&self, t: QTensor) -> Result<QTensor> {
+        let row = t.shape().dims().last().copied().unwrap_or(0);
+        if self.weights == Weights::Requantize
+            && needs_requantizing(t.dtype())
+            && row % GgmlDType::Q8_0.block_size() == 0
+        {
+            QTensor::quantize(&t.dequantize(self.device)?, GgmlDType::Q8_0)
+        } else {
+            Ok(t)
+        }
+    }
+
+    fn norm(&mut self, name: &str, eps: f64) -> Result<RmsNorm> {
+        RmsNorm::from_qtensor(self.raw(name)?, eps)
+    }
+}
+
+/// Loads the model from a parsed GGUF `ct` whose tensors `reader` can read.
+pub fn load<R: Read + Seek>(
+    ct: &gguf_file::Content,
+    reader: &mut R,
+    weights: Weights,
+    device: &Device,
+) -> Result<Llama> {
+    let hyper = Hyper::from_gguf(ct)?;
+    let mut r = Reader {
+        ct,
+        reader,
+        device,
+        weights,
+    };
+    let eps = hyper.rms_norm_eps;
+    let embd_q = r.raw("token_embd.weight")?;
+    let embeddings = Embedding::new(embd_q.dequantize(device)?, hyper.embedding_length);
+    let output = if ct.tensor_infos.contains_key("output.weight") {
+        r.matrix("output.weight")?
+    } else {
+        QMatMul::from_qtensor(r.convert(embd_q)?)?
+    };
+    let norm = r.norm("output_norm.weight", eps)?;
+    let mut layers = Vec::with_capacity(hyper.n_layer);
+    for i in 0..hyper.n_layer {
+        let p = format!("blk.{i}");
+        layers.push(Layer {
+            wq: r.matrix(&format!("{p}.attn_q.weight"))?,
+            wk: r.matrix(&format!("{p}.attn_k.weight"))?,
+            wv: r.matrix(&format!("{p}.attn_v.weight"))?,
+            wo: r.matrix(&format!("{p}.attn_output.weight"))?,
+            attention_norm: r.norm(&format!("{p}.attn_norm.weight"), eps)?,
+            mlp: Mlp {
+                gate: r.matrix(&format!("{p}.ffn_gate.weight"))?,
+                up: r.matrix(&format!("{p}.ffn_up.weight"))?,
+                down: r.matrix(&format!("{p}.ffn_down.weight"))?,
+            },
+            ffn_norm: r.norm(&format!("{p}.ffn_norm.weight"), eps)?,
+            cache: Default::default(),
+        });
+    }
+    Ok(Llama {
+        embeddings,
+        layers,
+        norm,
+        output,
+        rope: Rope::new(&hyper, device)?,
+        hyper,
+        device: device.clone(),
+    })
+}

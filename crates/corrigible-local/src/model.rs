@@ -1,0 +1,259 @@
+//! [`LocalModel`]: the embedded model behind the engine's [`Model`] trait.
+
+use std::fs::File;
+use std::io::BufReader;
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::{Duration, Instant};
+
+use async_trait::async_trait;
+use candle_core::Device;
+use candle_core::quantized::gguf_file;
+use corrigible::{Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Usage};
+use serde_json::Value;
+
+use crate::config::LocalConfig;
+use crate::constraint::{Guide, constraint_schema};
+use crate::error::LocalError;
+use crate::generate::{DecodeParams, Generation, Runner};
+use crate::sampler::Sampler;
+use crate::template::ChatTemplate;
+use crate::tokenizer::Tokenizer;
+
+/// The embedded model: a llama-architecture GGUF file run on the CPU.
+///
+/// Cloning is cheap and shares the loaded weights. Calls are served one at a time.
+#[derive(Clone)]
+pub struct LocalModel {
+    inner: Arc<Inner>,
+}
+
+struct Inner {
+    config: LocalConfig,
+    name: String,
+    tokenizer: Tokenizer,
+    template: ChatTemplate,
+    load_time: Duration,
+    state: Mutex<State>,
+}
+
+struct State {
+    runner: Runner,
+    guide: Guide,
+}
+
+impl std::fmt::Debug for LocalModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LocalModel")
+            .field("name", &self.inner.name)
+            .field("config", &self.inner.config)
+            .finish()
+    }
+}
+
+/// The worker threads candle uses: `CANDLE_NUM_THREADS`, else `RAYON_NUM_THREADS`, else all
+/// cores. The pool is process-wide and created on first use.
+pub fn inference_threads() -> usize {
+    std::env::var("CANDLE_NUM_THREADS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(candle_core::utils::get_num_threads)
+}
+
+fn token_spelling(tokenizer: &Tokenizer, id: Option<u32>) -> String {
+    id.and_then(|id| tokenizer.token_name(id))
+        .unwrap_or_default()
+}
+
+fn model_name(path: &Path) -> String {
+    let stem = path
+        .file_stem()
+        .map(|s| s.to_string_lossy().into_owned())
+        .unwrap_or_else(|| "model".to_string());
+    format!("local:{stem}")
+}
+
+impl LocalModel {
+    /// Loads the model named by `config` (about a second for the default model).
+    pub fn load(config: LocalConfig) -> Result<Self, LocalError> {
+        config.validate()?;
+        if let Some(n) = config.threads
+            && n != inference_threads()
+        {
+            return Err(LocalError::Config(format!(
+                "the inference thread pool is process-wide: set CANDLE_NUM_THREADS={n} in the \
+                 environment instead of asking for {n} threads"
+            )));
+        }
+        let start = Instant::now();
+        let path = config.model_path.clone();
+        if !path.is_file() {
+            return Err(LocalError::ModelMissing { path });
+        }
+        let io_error = |source| LocalError::Io {
+            path: path.clone(),
+            source,
+        };
+        let mut reader = BufReader::new(File::open(&path).map_err(io_error)?);
+        let content = gguf_file::Content::read(&mut reader)
+            .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
+        let tokenizer = Tokenizer::from_gguf(&content)?;
+        let template = ChatTemplate::from_gguf(
+            &content,
+            &token_spelling(&tokenizer, tokenizer.bos_token()),
+            &token_spelling(&tokenizer, tokenizer.eos_token()),
+        )?;
+        let llama = crate::llama::load(&content, &mut reader, config.weights, &Device::Cpu)
+            .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
+        let guide = Guide::new(&tokenizer, llama.vocab_size())?;
+        Ok(Self {
+            inner: Arc::new(Inner {
+                name: model_name(&path),
+                config,
+                tokenizer,
+                template,
+                load_time: start.elapsed(),
+                state: Mutex::new(State {
+                    runner: Runner::new(llama),
+                    guide,
+                }),
+            }),
+        })
+    }
+
+    /// The configuration the model was loaded with.
+    pub fn config(&self) -> &LocalConfig {
+        &self.inner.config
+    }
+
+    /// How long loading took.
+    pub fn load_time(&self) -> Duration {
+        self.inner.load_time
+    }
+
+    /// The model's tokenizer.
+    pub fn tokenizer(&self) -> &Tokenizer {
+        &self.inner.tokenizer
+    }
+
+    /// The prompt text for `messages`: the chat template with the assistant's turn opened.
+    pub fn render(&self, messages: &[Message]) -> Result<String, LocalError> {
+        self.inner.template.render(messages)
+    }
+
+    /// Forgets the cached prompt prefix, so the next call starts cold.
+    pub fn reset_cache(&self) {
+        self.inner.lock().runner.reset();
+    }
+
+    /// Generates from the rendered `prompt` text, constrained to `schema` when given.
+    ///
+    /// Blocking and CPU-bound: async callers go through [`Model::complete`].
+    pub fn generate(&self, prompt: &str, schema: Option<&Value>) -> Result<Generation, LocalError> {
+        let tokens = self.inner.tokenizer.encode(prompt)?;
+        self.inner.generate_tokens(&tokens, schema)
+    }
+
+    /// Greedy generation of up to `max_tokens` from `prompt` tokens, ignoring end-of-turn.
+    pub(crate) fn generate_raw(
+        &self,
+        prompt: &[u32],
+        max_tokens: usize,
+    ) -> Result<Generation, LocalError> {
+        let params = DecodeParams {
+            max_tokens,
+            stop_tokens: &[],
+            sampler: Sampler::Greedy,
+            constraint: None,
+        };
+        self.inner.lock().runner.generate(prompt, params)
+    }
+
+    /// The model's name, owned.
+    pub(crate) fn name_string(&self) -> String {
+        self.inner.name.clone()
+    }
+
+    /// [`Model::complete`] without the async wrapper.
+    pub fn complete_blocking(&self, request: &ModelRequest) -> Result<ModelReply, LocalError> {
+        self.inner.complete(request)
+    }
+}
+
+impl Inner {
+    fn lock(&self) -> MutexGuard<'_, State> {
+        match self.state.lock() {
+            Ok(guard) => guard,
+            Err(poisoned) => {
+                let mut guard = poisoned.into_inner();
+                guard.runner.reset();
+                guard
+            }
+        }
+    }
+
+    fn generate_tokens(
+        &self,
+        prompt: &[u32],
+        schema: Option<&Value>,
+    ) -> Result<Generation, LocalError> {
+        let config = &self.config;
+        let mut state = self.lock();
+        let constraint = match schema {
+            Some(s) => Some(state.guide.constraint(s)?),
+            None => None,
+        };
+        let params = DecodeParams {
+            max_tokens: config.max_tokens,
+            stop_tokens: self.tokenizer.stop_tokens(),
+            sampler: Sampler::new(config.temperature, config.top_p, config.seed),
+            constraint,
+        };
+        state.runner.generate(prompt, params)
+    }
+
+    fn complete(&self, request: &ModelRequest) -> Result<ModelReply, LocalError> {
+        if request.protocol == Protocol::Native {
+            return Err(LocalError::Config(
+                "the embedded model has no native tool calling: use --protocol json".into(),
+            ));
+        }
+        let prompt = self.template.render(&request.messages)?;
+        let tokens = self.tokenizer.encode(&prompt)?;
+        let schema = constraint_schema(&request.tools, self.config.constrain);
+        let generation = self.generate_tokens(&tokens, schema.as_ref())?;
+        let text = self.tokenizer.decode(&generation.tokens)?;
+        Ok(ModelReply {
+            text: Some(text),
+            tool_calls: Vec::new(),
+            usage: Usage {
+                input_tokens: tokens.len() as u64,
+                output_tokens: generation.tokens.len() as u64,
+            },
+            prompt_tokens_reused: Some(generation.reused as u64),
+            transport_retries: 0,
+            decoding: Some(self.config.decoding_label()),
+        })
+    }
+}
+
+#[async_trait]
+impl Model for LocalModel {
+    fn name(&self) -> &str {
+        &self.inner.name
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let inner = Arc::clone(&self.inner);
+        let request = request.clone();
+        tokio::task::spawn_blocking(move || inner.complete(&request))
+            .await
+            .map_err(|e| ModelError::Other(format!("the inference task failed: {e}")))?
+            .map_err(ModelError::from)
+    }
+
+    fn count_tokens(&self, text: &str) -> Option<usize> {
+        self.inner.tokenizer.encode(text).ok().map(|t| t.len())
+    }
+}

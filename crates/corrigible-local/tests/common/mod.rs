@@ -1,0 +1,111 @@
+//! Loads the embedded model once per test binary.
+//!
+//! The model is fetched by `scripts/fetch-model`. Without it the model tests are skipped with
+//! a message, except under CI (`CI` set), where a missing model fails them.
+
+#![allow(dead_code)]
+
+use std::sync::OnceLock;
+
+use corrigible::{Message, ModelRequest, Protocol, Stage, ToolSpec};
+use corrigible_local::{Constrain, LocalConfig, LocalModel, resolve_model_path};
+use serde_json::json;
+
+static MODEL: OnceLock<Option<LocalModel>> = OnceLock::new();
+
+/// The default model with the default configuration, or `None` (skip) when it is not fetched.
+pub fn model() -> Option<&'static LocalModel> {
+    MODEL
+        .get_or_init(|| {
+            let path = match resolve_model_path() {
+                Ok(p) => p,
+                Err(e) if std::env::var_os("CI").is_some() => panic!("{e}"),
+                Err(e) => {
+                    eprintln!("skipping: {e}");
+                    return None;
+                }
+            };
+            Some(LocalModel::load(LocalConfig::new(path)).expect("the model loads"))
+        })
+        .as_ref()
+}
+
+/// The same model loaded with `configure` applied to the default configuration.
+pub fn model_with(configure: impl FnOnce(&mut LocalConfig)) -> Option<LocalModel> {
+    model()?;
+    let mut config = LocalConfig::new(resolve_model_path().ok()?);
+    configure(&mut config);
+    Some(LocalModel::load(config).expect("the model loads"))
+}
+
+/// The built-in tools as the engine declares them.
+pub fn tools() -> Vec<ToolSpec> {
+    vec![
+        ToolSpec {
+            name: "calculator".into(),
+            description: "Evaluates an arithmetic expression.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"expression": {"type": "string", "description": "e.g. 2*(3+4)"}},
+                "required": ["expression"]
+            }),
+        },
+        ToolSpec {
+            name: "time".into(),
+            description: "The current time in a time zone.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {"timezone": {"type": "string", "description": "IANA name, e.g. Europe/Paris"}},
+                "required": ["timezone"]
+            }),
+        },
+        ToolSpec {
+            name: "weather".into(),
+            description: "The current weather in a city.".into(),
+            parameters: json!({
+                "type": "object",
+                "properties": {
+                    "city": {"type": "string"},
+                    "units": {"type": "string", "enum": ["metric", "imperial"]}
+                },
+                "required": ["city"]
+            }),
+        },
+    ]
+}
+
+/// A system prompt in the engine's shape: the decision contract and the tools.
+pub fn system_prompt(tools: &[ToolSpec]) -> String {
+    let mut s = String::from(
+        "You are a careful agent. Answer the user's request, calling a tool when one helps.\n\
+         Reply with exactly one JSON object and nothing else, in one of two shapes:\n\
+         {\"state\": \"action\", \"reason\": \"<why this tool>\", \"tool\": \"<tool name>\", \"tool_input\": {<input for the tool>}}\n\
+         {\"state\": \"final\", \"satisfied\": true, \"final_summary\": \"<the answer for the user>\"}\n\
+         Use \"satisfied\": false when the request cannot be fulfilled, and say why.\nTools:",
+    );
+    for t in tools {
+        s.push_str(&format!(
+            "\n- {}: {} Input schema: {}",
+            t.name, t.description, t.parameters
+        ));
+    }
+    s.push_str("\nTool results arrive as <tool_result> elements.");
+    s
+}
+
+/// A first-step request for `prompt` with `tools`.
+pub fn request(prompt: &str, tools: Vec<ToolSpec>) -> ModelRequest {
+    ModelRequest {
+        stage: Stage::new(1, 0),
+        messages: vec![
+            Message::system(system_prompt(&tools)),
+            Message::request(prompt),
+        ],
+        tools,
+        protocol: Protocol::Json,
+        correction: None,
+    }
+}
+
+/// The constraint modes worth exercising.
+pub const MODES: [Constrain; 2] = [Constrain::Schema, Constrain::Envelope];
