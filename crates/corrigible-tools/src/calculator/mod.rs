@@ -1,0 +1,85 @@
+//! The `calculator` tool: an arithmetic expression in, a JSON number out.
+
+mod expression;
+
+use async_trait::async_trait;
+use corrigible::{ToolContext, ToolOutcome, TypedTool};
+use schemars::JsonSchema;
+use serde::Deserialize;
+use serde_json::Value;
+
+pub use expression::{ExpressionError, FUNCTIONS, evaluate};
+
+/// The calculator tool's name.
+pub const CALCULATOR: &str = "calculator";
+
+/// Input of the `calculator` tool.
+#[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct CalculatorInput {
+    /// An arithmetic expression such as `2*(3+4)`: numbers, + - * / % ^, parentheses,
+    /// the constants pi and e, and functions such as sqrt, abs, round, min, max.
+    pub expression: String,
+}
+
+/// Evaluates arithmetic expressions; `/` is real division (`7/2` is `3.5`).
+///
+/// The result is a plain JSON number, an integer when it is whole. A malformed expression,
+/// a division by zero or a non-finite result is a [`ToolOutcome::Retry`] saying what to fix.
+#[derive(Debug, Clone, Copy, Default)]
+pub struct Calculator;
+
+#[async_trait]
+impl TypedTool for Calculator {
+    type Input = CalculatorInput;
+
+    fn name(&self) -> &str {
+        CALCULATOR
+    }
+
+    fn description(&self) -> &str {
+        "Evaluates an arithmetic expression and returns the number. Supports + - * / % ^ \
+         (power), parentheses, unary minus, the constants pi and e, and the functions sqrt, \
+         cbrt, abs, exp, ln, log10, log2, log(x, base), pow, sin, cos, tan (radians), floor, \
+         ceil, round, min and max."
+    }
+
+    async fn call(&self, input: CalculatorInput, _ctx: &ToolContext) -> ToolOutcome {
+        match evaluate(&input.expression) {
+            Ok(value) => ToolOutcome::Ok(to_json_number(value)),
+            Err(e) => ToolOutcome::Retry(e.to_string()),
+        }
+    }
+}
+
+/// Largest magnitude below which every whole `f64` is an exact integer.
+const EXACT_INTEGER: f64 = 9_007_199_254_740_992.0;
+
+/// A finite number as JSON: rounded to 15 significant digits (so `0.1+0.2` is `0.3`),
+/// and an integer when whole and exactly representable.
+pub fn to_json_number(value: f64) -> Value {
+    let rounded = format!("{value:.14e}").parse::<f64>().unwrap_or(value);
+    if rounded.fract() == 0.0 && rounded.abs() < EXACT_INTEGER {
+        Value::from(rounded as i64)
+    } else {
+        serde_json::Number::from_f64(rounded)
+            .map(Value::Number)
+            .unwrap_or(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn numbers_are_tidy() {
+        assert_eq!(to_json_number(14.0), json!(14));
+        assert_eq!(to_json_number(-0.0), json!(0));
+        assert_eq!(to_json_number(3.5), json!(3.5));
+        assert_eq!(to_json_number(0.1 + 0.2), json!(0.3));
+        assert_eq!(to_json_number(1e300), json!(1e300));
+    }
+}
