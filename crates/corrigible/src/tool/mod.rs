@@ -49,3 +49,26 @@ pub trait Tool: Send + Sync {
     /// Executes the tool on an input that already passed the schema.
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutcome;
 }
+
+#[async_trait]
+impl<T: Tool + ?Sized> Tool for std::sync::Arc<T> {
+    fn name(&self) -> &str {
+        (**self).name()
+    }
+
+    fn description(&self) -> &str {
+        (**self).description()
+    }
+
+    fn input_schema(&self) -> Value {
+        (**self).input_schema()
+    }
+
+    fn idempotent(&self) -> bool {
+        (**self).idempotent()
+    }
+
+    async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
+        (**self).call(input, ctx).await
+    }
+}

@@ -1,0 +1,485 @@
+//! One test per rejection category, each asserting the run report fields that prove it.
+
+mod common;
+
+use std::sync::Arc;
+use std::sync::atomic::Ordering;
+
+use common::*;
+use corrigible::policy::{BreakerPolicy, CircuitBreakers};
+use corrigible::trace::{StepOutcome, StopReason};
+use corrigible::{Agent, Category, Policy, Protocol, ToolPolicy};
+use serde_json::json;
+
+fn agent(model: Arc<Scripted>) -> corrigible::AgentBuilder {
+    Agent::builder_shared(model).tool(Calc::new())
+}
+
+#[tokio::test]
+async fn empty_response_is_corrected_without_a_tool_step() {
+    let model = Arc::new(Scripted::texts(&["   ", &final_answer(true, "hello")]));
+    let report = agent(model.clone())
+        .build()
+        .unwrap()
+        .run("Say hello")
+        .await
+        .unwrap();
+    assert!(report.satisfied);
+    assert_eq!(report.final_summary.as_deref(), Some("hello"));
+    let c = &report.corrections[0];
+    assert_eq!(
+        (c.category, c.step, c.attempt, c.stage.as_str(), c.corrected),
+        (Category::EmptyResponse, 1, 1, "step_1", true)
+    );
+    assert!(report.steps.is_empty());
+    let stages: Vec<&str> = report
+        .model_calls
+        .iter()
+        .map(|c| c.stage.as_str())
+        .collect();
+    assert_eq!(stages, ["step_1", "step_1_correction_1"]);
+}
+
+#[tokio::test]
+async fn invalid_json_is_corrected() {
+    let model = Arc::new(Scripted::texts(&[
+        "I think the answer is 4",
+        &final_answer(true, "4"),
+    ]));
+    let report = agent(model).build().unwrap().run("2+2?").await.unwrap();
+    assert_eq!(report.corrections[0].category, Category::InvalidJson);
+    assert!(report.corrections[0].corrected);
+    assert_eq!(report.usage.corrections, 1);
+}
+
+#[tokio::test]
+async fn decision_schema_names_the_missing_field() {
+    let bad = json!({"state": "action", "tool_input": {"expression": "1"}}).to_string();
+    let model = Arc::new(Scripted::texts(&[&bad, &final_answer(true, "ok")]));
+    let report = agent(model).build().unwrap().run("x").await.unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(c.category, Category::DecisionSchema);
+    assert_eq!(c.error, "tool: required property missing");
+}
+
+#[tokio::test]
+async fn unknown_tool_lists_the_available_tools() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("calc", json!({"expression": "2*(3+4)"})),
+        &action("calculator", json!({"expression": "2*(3+4)"})),
+        &final_answer(true, "14"),
+    ]));
+    let report = agent(model)
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(c.category, Category::UnknownTool);
+    assert!(
+        c.error.contains("available tools: calculator"),
+        "{}",
+        c.error
+    );
+    assert!(c.corrected);
+    assert_eq!(report.steps.len(), 1);
+    assert_eq!(report.steps[0].step, 1);
+}
+
+#[tokio::test]
+async fn invalid_tool_input_never_reaches_the_tool_nor_consumes_a_step() {
+    let calc = Arc::new(Calc::new());
+    let model = Arc::new(Scripted::texts(&[
+        &action("calculator", json!({"expr": "2*(3+4)"})),
+        &action("calculator", json!({"expression": "2*(3+4)"})),
+        &final_answer(true, "14"),
+    ]));
+    let report = Agent::builder_shared(model)
+        .tool(calc.clone())
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    assert_eq!(calc.calls.load(Ordering::SeqCst), 1);
+    let c = &report.corrections[0];
+    assert_eq!(
+        (c.category, c.step, c.attempt, c.stage.as_str()),
+        (Category::InvalidToolInput, 1, 1, "step_1")
+    );
+    assert!(
+        c.error
+            .contains("tool_input.expression: required property missing"),
+        "{}",
+        c.error
+    );
+    assert!(
+        c.error.contains("tool_input.expr: unexpected property"),
+        "{}",
+        c.error
+    );
+    assert!(c.corrected);
+    assert_eq!(report.steps.len(), 1);
+    assert_eq!(
+        (report.steps[0].step, report.steps[0].output.clone()),
+        (1, Some(json!(14)))
+    );
+    let stages: Vec<&str> = report
+        .model_calls
+        .iter()
+        .map(|c| c.stage.as_str())
+        .collect();
+    assert_eq!(stages, ["step_1", "step_1_correction_1", "step_2"]);
+}
+
+#[tokio::test]
+async fn repeated_failed_action_is_never_executed_twice() {
+    let flaky = Arc::new(Flaky::new("lookup", 100));
+    let same = action("lookup", json!({"q": "x"}));
+    let model = Arc::new(Scripted::texts(&[
+        &same,
+        &same,
+        &final_answer(false, "lookup is down"),
+    ]));
+    let mut policy = Policy::default();
+    policy.retry.max_retries = 0;
+    let report = Agent::builder_shared(model)
+        .tool(flaky.clone())
+        .policy(policy)
+        .build()
+        .unwrap()
+        .run("q")
+        .await
+        .unwrap();
+    assert_eq!(flaky.calls.load(Ordering::SeqCst), 1);
+    let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
+    assert_eq!(
+        categories,
+        [Category::ToolFailed, Category::RepeatedFailedAction]
+    );
+    let repeated = &report.corrections[1];
+    assert_eq!(
+        (repeated.step, repeated.stage.as_str(), repeated.corrected),
+        (2, "step_2", true)
+    );
+    assert_eq!(report.steps.len(), 1);
+    assert!(!report.satisfied);
+    assert_eq!(report.stop_reason, StopReason::Final);
+}
+
+#[tokio::test]
+async fn repeated_action_with_reordered_keys_and_respelled_numbers_is_caught() {
+    let flaky = Arc::new(Flaky::new("lookup", 100));
+    let model = Arc::new(Scripted::texts(&[
+        r#"{"state":"action","reason":"r","tool":"lookup","tool_input":{"q":"x","n":2}}"#,
+        r#"{"tool_input":{"n":2.0,"q":"x"},"tool":"lookup","state":"action","reason":"again"}"#,
+        &final_answer(false, "down"),
+    ]));
+    let mut policy = Policy::default();
+    policy.retry.max_retries = 0;
+    let report = Agent::builder_shared(model)
+        .tool(flaky.clone())
+        .policy(policy)
+        .build()
+        .unwrap()
+        .run("q")
+        .await
+        .unwrap();
+    assert_eq!(flaky.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(
+        report.corrections[1].category,
+        Category::RepeatedFailedAction
+    );
+}
+
+#[tokio::test]
+async fn ungrounded_final_is_corrected() {
+    let flaky = Arc::new(Flaky::new("lookup", 100));
+    let model = Arc::new(Scripted::texts(&[
+        &action("lookup", json!({"q": "x"})),
+        &final_answer(true, "the answer is 42"),
+        &final_answer(false, "lookup failed"),
+    ]));
+    let mut policy = Policy::default();
+    policy.retry.max_retries = 0;
+    let report = Agent::builder_shared(model)
+        .tool(flaky)
+        .policy(policy)
+        .build()
+        .unwrap()
+        .run("q")
+        .await
+        .unwrap();
+    let c = report
+        .corrections
+        .iter()
+        .find(|c| c.category == Category::UngroundedFinal)
+        .unwrap();
+    assert_eq!((c.step, c.stage.as_str(), c.corrected), (2, "step_2", true));
+    assert!(!report.satisfied);
+    assert_eq!(report.final_summary.as_deref(), Some("lookup failed"));
+}
+
+#[tokio::test]
+async fn mixed_failed_and_successful_results_are_never_overruled() {
+    let flaky = Arc::new(Flaky::new("lookup", 1));
+    let model = Arc::new(Scripted::texts(&[
+        &action("lookup", json!({"q": "a"})),
+        &action("lookup", json!({"q": "b"})),
+        &final_answer(true, "42"),
+    ]));
+    let mut policy = Policy::default();
+    policy.retry.max_retries = 0;
+    let report = Agent::builder_shared(model)
+        .tool(flaky)
+        .policy(policy)
+        .build()
+        .unwrap()
+        .run("q")
+        .await
+        .unwrap();
+    assert!(report.satisfied);
+    assert!(
+        report
+            .corrections
+            .iter()
+            .all(|c| c.category != Category::UngroundedFinal)
+    );
+}
+
+#[tokio::test]
+async fn direct_final_answer_needs_no_tool() {
+    let model = Arc::new(Scripted::texts(&[&final_answer(true, "Hello!")]));
+    let report = agent(model)
+        .build()
+        .unwrap()
+        .run("Say hello")
+        .await
+        .unwrap();
+    assert!(report.satisfied);
+    assert!(report.corrections.is_empty() && report.steps.is_empty());
+}
+
+#[tokio::test]
+async fn output_rejected_is_corrected_in_the_next_round() {
+    let model = Arc::new(Scripted::texts(&[
+        &final_answer(true, "fourteen"),
+        &final_answer(true, "14"),
+    ]));
+    let report = agent(model)
+        .validator(|answer: &corrigible::Final| {
+            if answer.summary.chars().any(|c| c.is_ascii_digit()) {
+                Ok(())
+            } else {
+                Err("answer with digits".to_string())
+            }
+        })
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(
+        (c.category, c.stage.as_str(), c.corrected),
+        (Category::OutputRejected, "step_1", true)
+    );
+    assert_eq!(report.final_summary.as_deref(), Some("14"));
+    assert_eq!(report.usage.model_calls, 2);
+    assert_eq!(report.usage.input_tokens, 200);
+}
+
+#[tokio::test]
+async fn output_retries_run_out() {
+    let model = Arc::new(Scripted::texts(&[
+        &final_answer(true, "a"),
+        &final_answer(true, "b"),
+        &final_answer(true, "c"),
+    ]));
+    let report = agent(model.clone())
+        .validator(|_: &corrigible::Final| Err("never good".to_string()))
+        .build()
+        .unwrap()
+        .run("x")
+        .await
+        .unwrap();
+    assert_eq!(report.stop_reason, StopReason::OutputRejected);
+    assert!(!report.satisfied);
+    assert_eq!(report.usage.model_calls, 2);
+    assert_eq!(model.remaining(), 1);
+}
+
+#[tokio::test]
+async fn tool_rejected_goes_back_as_the_tool_result() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("calculator", json!({"expression": "1/0"})),
+        &action("calculator", json!({"expression": "2*(3+4)"})),
+        &final_answer(true, "14"),
+    ]));
+    let report = agent(model.clone())
+        .build()
+        .unwrap()
+        .run("x")
+        .await
+        .unwrap();
+    assert_eq!(report.steps[0].outcome, StepOutcome::Rejected);
+    let c = &report.corrections[0];
+    assert_eq!(
+        (c.category, c.step, c.attempt, c.corrected),
+        (Category::ToolRejected, 1, 1, true)
+    );
+    let second = model.request(1);
+    let last = second.messages.last().unwrap();
+    assert!(
+        last.content.contains(
+            "<tool_result tool=\"calculator\" status=\"error\">division by zero</tool_result>"
+        ),
+        "{}",
+        last.content
+    );
+}
+
+#[tokio::test]
+async fn a_rejection_budget_of_zero_is_terminal() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("calculator", json!({"expression": "1/0"})),
+        &final_answer(true, "x"),
+    ]));
+    let report = agent(model.clone())
+        .tool_policy(
+            "calculator",
+            ToolPolicy {
+                max_rejections: Some(0),
+                ..Default::default()
+            },
+        )
+        .build()
+        .unwrap()
+        .run("x")
+        .await
+        .unwrap();
+    assert_eq!(report.stop_reason, StopReason::ToolFatal);
+    assert!(
+        report
+            .missing
+            .as_deref()
+            .unwrap()
+            .contains("division by zero")
+    );
+    assert_eq!(
+        model.remaining(),
+        1,
+        "no model call after a terminal rejection"
+    );
+}
+
+#[tokio::test(start_paused = true)]
+async fn tool_failed_after_its_retries() {
+    let flaky = Arc::new(Flaky::new("lookup", 100));
+    let model = Arc::new(Scripted::texts(&[
+        &action("lookup", json!({"q": "x"})),
+        &final_answer(false, "down"),
+    ]));
+    let report = Agent::builder_shared(model)
+        .tool(flaky.clone())
+        .build()
+        .unwrap()
+        .run("q")
+        .await
+        .unwrap();
+    let step = &report.steps[0];
+    assert_eq!((step.outcome, step.attempts), (StepOutcome::Failed, 2));
+    assert_eq!(step.attempt_errors.len(), 2);
+    assert!(step.attempt_errors[0].delay_ms.is_some());
+    assert_eq!(report.usage.tool_retries, 1);
+    assert_eq!(report.corrections[0].category, Category::ToolFailed);
+}
+
+#[tokio::test]
+async fn tool_fatal_ends_the_run_with_its_cause() {
+    let mut flaky = Flaky::new("lookup", 100);
+    flaky.fatal = true;
+    let model = Arc::new(Scripted::texts(&[
+        &action("lookup", json!({"q": "x"})),
+        &final_answer(true, "x"),
+    ]));
+    let report = Agent::builder_shared(model)
+        .tool(flaky)
+        .build()
+        .unwrap()
+        .run("q")
+        .await
+        .unwrap();
+    assert_eq!(report.stop_reason, StopReason::ToolFatal);
+    assert_eq!(report.steps[0].attempts, 1);
+    assert!(report.missing.unwrap().contains("credentials revoked"));
+}
+
+#[tokio::test]
+async fn circuit_open_fails_fast_without_calling_the_tool() {
+    let flaky = Arc::new(Flaky::new("lookup", 100));
+    let model = Arc::new(Scripted::texts(&[
+        &action("lookup", json!({"q": "a"})),
+        &action("lookup", json!({"q": "b"})),
+        &final_answer(false, "lookup is unavailable"),
+    ]));
+    let mut policy = Policy::default();
+    policy.retry.max_retries = 0;
+    let breakers = Arc::new(CircuitBreakers::new(
+        BreakerPolicy::new(1, std::time::Duration::from_secs(60)).unwrap(),
+    ));
+    let report = Agent::builder_shared(model.clone())
+        .tool(flaky.clone())
+        .policy(policy)
+        .breakers(breakers)
+        .build()
+        .unwrap()
+        .run("q")
+        .await
+        .unwrap();
+    assert_eq!(flaky.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(report.steps[1].outcome, StepOutcome::CircuitOpen);
+    assert_eq!(report.steps[1].attempts, 0);
+    assert_eq!(report.corrections[1].category, Category::CircuitOpen);
+    assert_eq!(report.breaker_events.len(), 1);
+    let told = model.request(2);
+    assert!(
+        told.messages
+            .last()
+            .unwrap()
+            .content
+            .contains("circuit breaker is open")
+    );
+}
+
+#[tokio::test]
+async fn native_broken_arguments_are_corrected_through_the_call_id() {
+    let model = Arc::new(Scripted::new(vec![
+        Ok(calls(&[("call_1", "calculator", "{\"expression\": ")])),
+        Ok(calls(&[(
+            "call_2",
+            "calculator",
+            "{\"expression\": \"2*(3+4)\"}",
+        )])),
+        Ok(calls(&[(
+            "call_3",
+            "final_answer",
+            "{\"satisfied\": true, \"final_summary\": \"14\"}",
+        )])),
+    ]));
+    let report = agent(model.clone())
+        .protocol(Protocol::Native)
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    assert!(report.satisfied);
+    assert_eq!(report.corrections[0].category, Category::InvalidJson);
+    let second = model.request(1);
+    assert!(second.tools.iter().any(|t| t.name == "final_answer"));
+    let feedback = second.messages.last().unwrap();
+    assert_eq!(feedback.tool_call_id.as_deref(), Some("call_1"));
+    assert!(feedback.is_error);
+}
