@@ -1,0 +1,210 @@
+//! Anthropic Messages (`anthropic:MODEL`).
+
+mod wire;
+
+use async_trait::async_trait;
+use corrigible::{
+    Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Role, ToolCall, Usage,
+};
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde_json::{Value, json};
+
+use crate::convert::{CallIds, answer_every_call, arguments_object, forced_tool};
+use crate::error::ModelsError;
+use crate::http::Transport;
+use crate::options::ProviderOptions;
+use crate::spec::Provider;
+use wire::{Block, MessagesRequest, MessagesResponse, ToolDecl, Turn};
+
+/// The `anthropic-version` header sent with every request.
+pub const ANTHROPIC_VERSION: &str = "2023-06-01";
+const DEFAULT_MAX_TOKENS: u32 = 4096;
+
+/// An Anthropic model; requests go to `{base_url}/v1/messages` (default base
+/// `https://api.anthropic.com`), key in `x-api-key`.
+pub struct AnthropicModel {
+    name: String,
+    model: String,
+    url: String,
+    options: ProviderOptions,
+    transport: Transport,
+    ids: CallIds,
+}
+
+impl std::fmt::Debug for AnthropicModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("AnthropicModel")
+            .field("model", &self.model)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl AnthropicModel {
+    /// A model named `model`.
+    pub fn new(model: impl Into<String>, options: ProviderOptions) -> Result<Self, ModelsError> {
+        let model = model.into();
+        let base = crate::base_url(Provider::Anthropic, options.base_url.as_deref())?;
+        Ok(Self {
+            name: format!("anthropic:{model}"),
+            url: format!("{base}/v1/messages"),
+            transport: Transport::new(Provider::Anthropic, &options)?,
+            model,
+            options,
+            ids: CallIds::default(),
+        })
+    }
+
+    fn body<'a>(&'a self, request: &'a ModelRequest) -> MessagesRequest<'a> {
+        let native = request.protocol == Protocol::Native;
+        let tools = if native {
+            request
+                .tools
+                .iter()
+                .map(|t| ToolDecl {
+                    name: &t.name,
+                    description: &t.description,
+                    input_schema: &t.parameters,
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let (messages, system) = turns(&request.messages);
+        MessagesRequest {
+            model: &self.model,
+            max_tokens: self.options.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            system,
+            messages,
+            tools,
+            tool_choice: forced_tool(request).map(|name| json!({"type": "tool", "name": name})),
+            temperature: self.options.temperature,
+        }
+    }
+
+    fn reply(&self, body: &str) -> Result<ModelReply, ModelError> {
+        let response: MessagesResponse = serde_json::from_str(body)
+            .map_err(|e| ModelError::Other(format!("unreadable Anthropic response: {e}")))?;
+        let usage = response.usage.as_ref();
+        let cached = usage.and_then(|u| u.cache_read_input_tokens);
+        let mut reply = ModelReply {
+            usage: Usage {
+                input_tokens: usage.and_then(|u| u.input_tokens).unwrap_or(0)
+                    + usage
+                        .and_then(|u| u.cache_creation_input_tokens)
+                        .unwrap_or(0)
+                    + cached.unwrap_or(0),
+                output_tokens: usage.and_then(|u| u.output_tokens).unwrap_or(0),
+            },
+            prompt_tokens_reused: cached,
+            ..ModelReply::default()
+        };
+        tracing::debug!(stop_reason = ?response.stop_reason, "anthropic reply");
+        let mut text = String::new();
+        for block in response.content {
+            match block.kind.as_str() {
+                "text" => text.push_str(block.text.as_deref().unwrap_or("")),
+                "tool_use" => reply.tool_calls.push(ToolCall {
+                    id: block
+                        .id
+                        .filter(|id| !id.is_empty())
+                        .unwrap_or_else(|| self.ids.next()),
+                    name: block.name.unwrap_or_default(),
+                    arguments: match block.input {
+                        None | Some(Value::Null) => "{}".to_string(),
+                        Some(input) => input.to_string(),
+                    },
+                }),
+                _ => {}
+            }
+        }
+        reply.text = (!text.is_empty()).then_some(text);
+        Ok(reply)
+    }
+}
+
+/// The conversation as alternating `user`/`assistant` turns (consecutive messages of one role
+/// merged, tool results first in their turn) and the system prompt.
+fn turns(messages: &[Message]) -> (Vec<Turn>, Option<String>) {
+    let mut system: Vec<&str> = Vec::new();
+    let mut turns: Vec<Turn> = Vec::new();
+    let messages = answer_every_call(messages);
+    for message in &messages {
+        let text = |content: &str| {
+            (!content.is_empty()).then(|| Block::Text {
+                text: content.to_string(),
+            })
+        };
+        let (role, blocks): (&'static str, Vec<Block>) = match message.role {
+            Role::System => {
+                if !message.content.is_empty() {
+                    system.push(&message.content);
+                }
+                continue;
+            }
+            Role::User => ("user", text(&message.content).into_iter().collect()),
+            Role::Tool => match &message.tool_call_id {
+                Some(id) => (
+                    "user",
+                    vec![Block::ToolResult {
+                        tool_use_id: id.clone(),
+                        content: message.content.clone(),
+                        is_error: message.is_error,
+                    }],
+                ),
+                None => ("user", text(&message.content).into_iter().collect()),
+            },
+            Role::Assistant => {
+                let mut blocks: Vec<Block> = text(&message.content).into_iter().collect();
+                blocks.extend(message.tool_calls.iter().map(|call| Block::ToolUse {
+                    id: call.id.clone(),
+                    name: call.name.clone(),
+                    input: arguments_object(&call.arguments),
+                }));
+                ("assistant", blocks)
+            }
+        };
+        if blocks.is_empty() {
+            continue;
+        }
+        match turns.last_mut() {
+            Some(last) if last.role == role => last.content.extend(blocks),
+            _ => turns.push(Turn {
+                role,
+                content: blocks,
+            }),
+        }
+    }
+    for turn in &mut turns {
+        turn.content
+            .sort_by_key(|b| !matches!(b, Block::ToolResult { .. }));
+    }
+    let system = (!system.is_empty()).then(|| system.join("\n\n"));
+    (turns, system)
+}
+
+#[async_trait]
+impl Model for AnthropicModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let mut headers = HeaderMap::new();
+        headers.insert(
+            HeaderName::from_static("anthropic-version"),
+            HeaderValue::from_static(ANTHROPIC_VERSION),
+        );
+        if let Some(key) = self.transport.key() {
+            let (name, value) = self.transport.secret_header("x-api-key", key.expose())?;
+            headers.insert(name, value);
+        }
+        let answer = self
+            .transport
+            .post_json(&self.url, headers, &self.body(request))
+            .await?;
+        let mut reply = self.reply(&answer.body)?;
+        reply.transport_retries = answer.retries;
+        Ok(reply)
+    }
+}

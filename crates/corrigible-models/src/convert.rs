@@ -1,0 +1,163 @@
+//! Conversions shared by the providers.
+
+use std::collections::HashSet;
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use corrigible::tool::FINAL_ANSWER;
+use corrigible::{Category, Message, MessageKind, ModelRequest, Protocol, Role};
+use serde_json::{Map, Value, json};
+
+/// The content of the result added for a tool call the conversation never answered.
+pub(crate) const UNANSWERED: &str = "(no result: this call was not executed)";
+
+/// Raw argument text as a JSON object, for providers that want objects: empty text is `{}`,
+/// anything that is not a JSON object is kept as `{"_raw": text}`.
+pub(crate) fn arguments_object(raw: &str) -> Value {
+    if raw.trim().is_empty() {
+        return Value::Object(Map::new());
+    }
+    match serde_json::from_str::<Value>(raw) {
+        Ok(v @ Value::Object(_)) => v,
+        _ => json!({ "_raw": raw }),
+    }
+}
+
+/// A tool result's content as JSON when it is JSON, else as a string.
+pub(crate) fn content_value(content: &str) -> Value {
+    serde_json::from_str(content).unwrap_or_else(|_| Value::String(content.to_string()))
+}
+
+/// The messages with every native tool call answered and every tool result tied to a call:
+/// an error result is added after each assistant tool call that no tool message answers, and
+/// a tool message that answers no call just before it (its call was trimmed) becomes a user
+/// message, since all three APIs refuse either.
+pub(crate) fn answer_every_call(messages: &[Message]) -> Vec<Message> {
+    let mut out = Vec::with_capacity(messages.len());
+    let mut i = 0;
+    while i < messages.len() {
+        let message = &messages[i];
+        i += 1;
+        if message.role == Role::Tool {
+            out.push(orphan(message));
+            continue;
+        }
+        out.push(message.clone());
+        if message.role != Role::Assistant || message.tool_calls.is_empty() {
+            continue;
+        }
+        let mut answered = HashSet::new();
+        let mut orphans = Vec::new();
+        while i < messages.len() && messages[i].role == Role::Tool {
+            let result = &messages[i];
+            i += 1;
+            match &result.tool_call_id {
+                Some(id)
+                    if message.tool_calls.iter().any(|c| &c.id == id)
+                        && answered.insert(id.clone()) =>
+                {
+                    out.push(result.clone());
+                }
+                _ => orphans.push(orphan(result)),
+            }
+        }
+        for call in &message.tool_calls {
+            if !answered.contains(&call.id) {
+                tracing::debug!(call = %call.id, "adding a result for an unanswered tool call");
+                out.push(Message::tool_result(
+                    call.id.clone(),
+                    call.name.clone(),
+                    UNANSWERED,
+                    true,
+                    MessageKind::ToolResult,
+                ));
+            }
+        }
+        out.extend(orphans);
+    }
+    out
+}
+
+fn orphan(result: &Message) -> Message {
+    let tool = result.tool_name.as_deref().unwrap_or("a tool");
+    let what = if result.is_error {
+        "Error from"
+    } else {
+        "Result of"
+    };
+    Message::user(result.kind, format!("{what} `{tool}`: {}", result.content))
+}
+
+/// The tool a correction round should be narrowed to, under the native protocol: `final_answer`
+/// once the slot has repeated failed actions twice, else the tool whose input was rejected.
+pub(crate) fn forced_tool(request: &ModelRequest) -> Option<&str> {
+    let correction = request.correction.as_ref()?;
+    if request.protocol != Protocol::Native {
+        return None;
+    }
+    let declared = |name: &str| request.tools.iter().any(|t| t.name == name);
+    if correction.repeated_in_slot >= 2 && declared(FINAL_ANSWER) {
+        return Some(FINAL_ANSWER);
+    }
+    match (&correction.category, &correction.tool) {
+        (Category::InvalidToolInput, Some(tool)) if declared(tool) => Some(tool.as_str()),
+        _ => None,
+    }
+}
+
+/// Ids for tool calls that arrive without one: `call_1`, `call_2`, … per model.
+#[derive(Debug, Default)]
+pub(crate) struct CallIds(AtomicU64);
+
+impl CallIds {
+    pub fn next(&self) -> String {
+        format!("call_{}", self.0.fetch_add(1, Ordering::Relaxed) + 1)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use corrigible::ToolCall;
+
+    use super::*;
+
+    #[test]
+    fn arguments_become_objects() {
+        assert_eq!(arguments_object(""), json!({}));
+        assert_eq!(arguments_object(r#"{"a":1}"#), json!({"a": 1}));
+        assert_eq!(arguments_object(r#"{"a":"#), json!({"_raw": r#"{"a":"#}));
+        assert_eq!(arguments_object("[1]"), json!({"_raw": "[1]"}));
+    }
+
+    #[test]
+    fn unanswered_calls_get_an_error_result() {
+        let call = |id: &str| ToolCall {
+            id: id.into(),
+            name: "t".into(),
+            arguments: "{}".into(),
+        };
+        let messages = vec![
+            Message::request("q"),
+            Message::assistant(MessageKind::Reply, "", vec![call("a"), call("b")]),
+            Message::tool_result("a", "t", "1", false, MessageKind::ToolResult),
+            Message::user(MessageKind::Feedback, "next"),
+        ];
+        let fixed = answer_every_call(&messages);
+        assert_eq!(fixed.len(), 5);
+        assert_eq!(fixed[3].tool_call_id.as_deref(), Some("b"));
+        assert!(fixed[3].is_error);
+        assert_eq!(fixed[4].content, "next");
+    }
+
+    #[test]
+    fn results_without_their_call_become_user_messages() {
+        let messages = vec![
+            Message::request("q"),
+            Message::tool_result("gone", "t", "42", false, MessageKind::ToolResult),
+            Message::user(MessageKind::Feedback, "next"),
+        ];
+        let fixed = answer_every_call(&messages);
+        assert_eq!(fixed.len(), 3);
+        assert_eq!(fixed[1].role, Role::User);
+        assert_eq!(fixed[1].content, "Result of `t`: 42");
+    }
+}

@@ -1,0 +1,226 @@
+//! One JSON POST to a provider, with the transport policy: timeouts, bounded retries with
+//! backoff for connection errors, 429, 500, 502, 503, 504 and 529, and errors that never
+//! carry the API key.
+
+use corrigible::ModelError;
+use reqwest::StatusCode;
+use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
+use serde::Serialize;
+
+use crate::error::ModelsError;
+use crate::options::{ApiKey, ProviderOptions};
+use crate::retry::{RetryPolicy, parse_retry_after};
+use crate::spec::Provider;
+
+/// A provider's successful answer: its body and how many transport retries it took.
+pub(crate) struct Answer {
+    pub body: String,
+    pub retries: u32,
+}
+
+/// The HTTP side of one provider: a client, its retry policy and the key to keep secret.
+pub(crate) struct Transport {
+    client: reqwest::Client,
+    policy: RetryPolicy,
+    provider: Provider,
+    key: Option<ApiKey>,
+}
+
+impl Transport {
+    pub fn new(provider: Provider, options: &ProviderOptions) -> Result<Self, ModelsError> {
+        let client = reqwest::Client::builder()
+            .connect_timeout(options.timeouts.connect)
+            .timeout(options.timeouts.request)
+            .build()
+            .map_err(|e| ModelsError::Client(e.to_string()))?;
+        Ok(Self {
+            client,
+            policy: options.retry,
+            provider,
+            key: options.api_key.clone(),
+        })
+    }
+
+    pub fn key(&self) -> Option<&ApiKey> {
+        self.key.as_ref()
+    }
+
+    fn redact(&self, text: &str) -> String {
+        match &self.key {
+            Some(key) => key.redact(text),
+            None => text.to_string(),
+        }
+    }
+
+    /// A header whose value is secret (the key), marked sensitive so it is never logged.
+    pub fn secret_header(
+        &self,
+        name: &'static str,
+        value: &str,
+    ) -> Result<(HeaderName, HeaderValue), ModelError> {
+        let mut value = HeaderValue::from_str(value).map_err(|_| {
+            ModelError::Config(format!(
+                "the {} API key contains characters not allowed in an HTTP header",
+                self.provider.display_name()
+            ))
+        })?;
+        value.set_sensitive(true);
+        Ok((HeaderName::from_static(name), value))
+    }
+
+    /// POSTs `body` as JSON to `url`, retrying transient failures within the policy.
+    pub async fn post_json<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &B,
+    ) -> Result<Answer, ModelError> {
+        let name = self.provider.display_name();
+        let mut retries = 0u32;
+        loop {
+            let sent = self
+                .client
+                .post(url)
+                .headers(headers.clone())
+                .json(body)
+                .send()
+                .await;
+            let failure = match sent {
+                Ok(response) => {
+                    let status = response.status();
+                    let retry_after = response
+                        .headers()
+                        .get(reqwest::header::RETRY_AFTER)
+                        .and_then(|v| v.to_str().ok())
+                        .and_then(parse_retry_after);
+                    let text = response.text().await.map_err(|e| {
+                        ModelError::Transport(
+                            self.redact(&format!("{name}: could not read the response body: {e}")),
+                        )
+                    })?;
+                    if status.is_success() {
+                        return Ok(Answer {
+                            body: text,
+                            retries,
+                        });
+                    }
+                    let message = self.redact(&provider_message(&text));
+                    if !is_retryable(status) {
+                        return Err(self.status_error(status, &message));
+                    }
+                    Failure {
+                        what: format!("{name} answered {status}: {message}"),
+                        retry_after,
+                    }
+                }
+                Err(e) if e.is_connect() || e.is_timeout() || e.is_request() => Failure {
+                    what: self.redact(&format!("{name} unreachable: {}", error_chain(&e))),
+                    retry_after: None,
+                },
+                Err(e) => {
+                    return Err(ModelError::Transport(
+                        self.redact(&format!("{name}: {}", error_chain(&e))),
+                    ));
+                }
+            };
+            match self.policy.next_delay(retries, failure.retry_after) {
+                Some(wait) => {
+                    retries += 1;
+                    tracing::warn!(
+                        provider = self.provider.as_str(),
+                        retry = retries,
+                        wait_ms = wait.as_millis() as u64,
+                        "transport failure, retrying: {}",
+                        failure.what
+                    );
+                    tokio::time::sleep(wait).await;
+                }
+                None => {
+                    return Err(ModelError::Transport(format!(
+                        "{} (after {retries} transport retries)",
+                        failure.what
+                    )));
+                }
+            }
+        }
+    }
+
+    fn status_error(&self, status: StatusCode, message: &str) -> ModelError {
+        let name = self.provider.display_name();
+        if status == StatusCode::UNAUTHORIZED || status == StatusCode::FORBIDDEN {
+            let vars = self.provider.key_env_vars().join(" or ");
+            let state = if self.key.is_some() {
+                "was refused"
+            } else {
+                "is missing"
+            };
+            return ModelError::Config(format!(
+                "{name} answered {status}: the API key {state} (missing or wrong key: set {vars}): {message}"
+            ));
+        }
+        if status.is_client_error() {
+            return ModelError::Config(format!("{name} refused the request ({status}): {message}"));
+        }
+        ModelError::Transport(format!("{name} answered {status}: {message}"))
+    }
+}
+
+struct Failure {
+    what: String,
+    retry_after: Option<std::time::Duration>,
+}
+
+fn is_retryable(status: StatusCode) -> bool {
+    matches!(status.as_u16(), 429 | 500 | 502 | 503 | 504 | 529)
+}
+
+fn error_chain(error: &dyn std::error::Error) -> String {
+    let mut text = error.to_string();
+    let mut source = error.source();
+    while let Some(cause) = source {
+        text.push_str(": ");
+        text.push_str(&cause.to_string());
+        source = cause.source();
+    }
+    text
+}
+
+/// The provider's own error message from an error body (`error.message` in all three APIs),
+/// or the start of the body.
+pub(crate) fn provider_message(body: &str) -> String {
+    let parsed: Option<serde_json::Value> = serde_json::from_str(body).ok();
+    let message = parsed.as_ref().and_then(|v| {
+        v.pointer("/error/message")
+            .or_else(|| v.get("message"))
+            .or_else(|| v.get("error").filter(|e| e.is_string()))
+            .and_then(|m| m.as_str())
+            .map(str::to_string)
+    });
+    match message {
+        Some(m) => m,
+        None if body.trim().is_empty() => "(empty body)".to_string(),
+        None => body.trim().chars().take(300).collect(),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn provider_messages_are_found() {
+        assert_eq!(
+            provider_message(r#"{"error":{"message":"Incorrect API key","type":"x"}}"#),
+            "Incorrect API key"
+        );
+        assert_eq!(
+            provider_message(
+                r#"{"type":"error","error":{"type":"overloaded_error","message":"Overloaded"}}"#
+            ),
+            "Overloaded"
+        );
+        assert_eq!(provider_message(r#"{"error":"boom"}"#), "boom");
+        assert_eq!(provider_message(""), "(empty body)");
+        assert_eq!(provider_message("<html>bad gateway"), "<html>bad gateway");
+    }
+}

@@ -1,0 +1,234 @@
+//! OpenAI-compatible Chat Completions (`openai:MODEL`): OpenAI, Ollama, vLLM, llama.cpp's
+//! server and compatible gateways.
+
+mod wire;
+
+use async_trait::async_trait;
+use corrigible::{
+    Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Role, ToolCall, Usage,
+};
+use reqwest::header::HeaderMap;
+use serde_json::{Value, json};
+
+use crate::convert::{CallIds, answer_every_call, arguments_object, forced_tool};
+use crate::error::ModelsError;
+use crate::http::Transport;
+use crate::options::ProviderOptions;
+use crate::spec::Provider;
+use wire::{
+    CallIn, CallOut, ChatMessage, ChatRequest, ChatResponse, FunctionDecl, FunctionOut, ToolDecl,
+};
+
+/// A model behind an OpenAI-compatible `/chat/completions` endpoint.
+pub struct OpenAiModel {
+    name: String,
+    model: String,
+    url: String,
+    options: ProviderOptions,
+    transport: Transport,
+    ids: CallIds,
+}
+
+impl std::fmt::Debug for OpenAiModel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("OpenAiModel")
+            .field("model", &self.model)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+impl OpenAiModel {
+    /// A model named `model`; requests go to `{base_url}/chat/completions` (default base
+    /// `https://api.openai.com/v1`). The key is optional: local servers need none.
+    pub fn new(model: impl Into<String>, options: ProviderOptions) -> Result<Self, ModelsError> {
+        let model = model.into();
+        let base = crate::base_url(Provider::OpenAi, options.base_url.as_deref())?;
+        Ok(Self {
+            name: format!("openai:{model}"),
+            url: format!("{base}/chat/completions"),
+            transport: Transport::new(Provider::OpenAi, &options)?,
+            model,
+            options,
+            ids: CallIds::default(),
+        })
+    }
+
+    fn body<'a>(&'a self, request: &'a ModelRequest) -> ChatRequest<'a> {
+        let native = request.protocol == Protocol::Native;
+        let tools = if native {
+            request
+                .tools
+                .iter()
+                .map(|t| ToolDecl {
+                    kind: "function",
+                    function: FunctionDecl {
+                        name: &t.name,
+                        description: &t.description,
+                        parameters: &t.parameters,
+                    },
+                })
+                .collect()
+        } else {
+            Vec::new()
+        };
+        let tool_choice = forced_tool(request)
+            .map(|name| json!({"type": "function", "function": {"name": name}}));
+        ChatRequest {
+            model: &self.model,
+            messages: answer_every_call(&request.messages)
+                .iter()
+                .map(message_out)
+                .collect(),
+            tools,
+            tool_choice,
+            temperature: self.options.temperature,
+            max_tokens: self.options.max_output_tokens,
+        }
+    }
+
+    fn reply(&self, body: &str) -> Result<ModelReply, ModelError> {
+        let response: ChatResponse = serde_json::from_str(body).map_err(|e| {
+            ModelError::Other(format!("unreadable OpenAI-compatible response: {e}"))
+        })?;
+        let usage = response.usage.as_ref();
+        let mut reply = ModelReply {
+            usage: Usage {
+                input_tokens: usage.and_then(|u| u.prompt_tokens).unwrap_or(0),
+                output_tokens: usage.and_then(|u| u.completion_tokens).unwrap_or(0),
+            },
+            prompt_tokens_reused: usage
+                .and_then(|u| u.prompt_tokens_details.as_ref())
+                .and_then(|d| d.cached_tokens),
+            ..ModelReply::default()
+        };
+        let Some(choice) = response.choices.into_iter().next() else {
+            return Err(ModelError::Other(
+                "the OpenAI-compatible response has no choices".into(),
+            ));
+        };
+        tracing::debug!(finish_reason = ?choice.finish_reason, "openai reply");
+        let Some(message) = choice.message else {
+            return Ok(reply);
+        };
+        reply.text = message
+            .content
+            .as_ref()
+            .and_then(content_text)
+            .filter(|t| !t.is_empty())
+            .or(message.refusal.filter(|t| !t.is_empty()));
+        reply.tool_calls = message
+            .tool_calls
+            .unwrap_or_default()
+            .into_iter()
+            .map(|call| self.call_in(call))
+            .collect();
+        Ok(reply)
+    }
+
+    fn call_in(&self, call: CallIn) -> ToolCall {
+        let function = call.function;
+        let (name, arguments) = match function {
+            Some(f) => (f.name.unwrap_or_default(), f.arguments),
+            None => (String::new(), None),
+        };
+        ToolCall {
+            id: call
+                .id
+                .filter(|id| !id.is_empty())
+                .unwrap_or_else(|| self.ids.next()),
+            name,
+            arguments: match arguments {
+                None | Some(Value::Null) => String::new(),
+                Some(Value::String(s)) => s,
+                Some(other) => other.to_string(),
+            },
+        }
+    }
+}
+
+fn content_text(content: &Value) -> Option<String> {
+    match content {
+        Value::String(s) => Some(s.clone()),
+        Value::Array(parts) => Some(
+            parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(""),
+        ),
+        _ => None,
+    }
+}
+
+fn message_out(message: &Message) -> ChatMessage {
+    let plain = |role| ChatMessage {
+        role,
+        content: Some(message.content.clone()),
+        tool_calls: Vec::new(),
+        tool_call_id: None,
+    };
+    match message.role {
+        Role::System => plain("system"),
+        Role::User => plain("user"),
+        Role::Tool => match &message.tool_call_id {
+            Some(id) => ChatMessage {
+                tool_call_id: Some(id.clone()),
+                ..plain("tool")
+            },
+            None => plain("user"),
+        },
+        Role::Assistant => ChatMessage {
+            role: "assistant",
+            content: (!message.content.is_empty() || message.tool_calls.is_empty())
+                .then(|| message.content.clone()),
+            tool_calls: message
+                .tool_calls
+                .iter()
+                .map(|call| CallOut {
+                    id: call.id.clone(),
+                    kind: "function",
+                    function: FunctionOut {
+                        name: call.name.clone(),
+                        arguments: arguments_out(&call.arguments),
+                    },
+                })
+                .collect(),
+            tool_call_id: None,
+        },
+    }
+}
+
+/// Arguments as sent back in the history: verbatim when they are JSON; broken JSON is
+/// wrapped as `{"_raw": text}`, since compatible servers (Ollama, vLLM) parse them.
+fn arguments_out(raw: &str) -> String {
+    if serde_json::from_str::<Value>(raw).is_ok() {
+        raw.to_string()
+    } else {
+        arguments_object(raw).to_string()
+    }
+}
+
+#[async_trait]
+impl Model for OpenAiModel {
+    fn name(&self) -> &str {
+        &self.name
+    }
+
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = self.transport.key() {
+            let (name, value) = self
+                .transport
+                .secret_header("authorization", &format!("Bearer {}", key.expose()))?;
+            headers.insert(name, value);
+        }
+        let answer = self
+            .transport
+            .post_json(&self.url, headers, &self.body(request))
+            .await?;
+        let mut reply = self.reply(&answer.body)?;
+        reply.transport_retries = answer.retries;
+        Ok(reply)
+    }
+}

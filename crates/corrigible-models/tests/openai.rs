@@ -1,0 +1,387 @@
+mod common;
+
+use std::time::{Duration, Instant};
+
+use common::{Canned, FakeServer, KEY, first_request, history_request, json_request, options};
+use corrigible::{Category, CorrectionContext, Model, ModelError, ToolCall, Usage};
+use corrigible_models::{OpenAiModel, ProviderOptions};
+use serde_json::{Value, json};
+
+fn completion(message: Value, finish_reason: &str) -> Value {
+    json!({
+        "id": "chatcmpl-B9MBs8CjcvOU2jLn4n570S5qMJKcT",
+        "object": "chat.completion",
+        "created": 1741569952,
+        "model": "gpt-4o-mini-2024-07-18",
+        "choices": [{"index": 0, "message": message, "logprobs": null, "finish_reason": finish_reason}],
+        "usage": {
+            "prompt_tokens": 82, "completion_tokens": 17, "total_tokens": 99,
+            "prompt_tokens_details": {"cached_tokens": 64, "audio_tokens": 0},
+            "completion_tokens_details": {"reasoning_tokens": 0, "audio_tokens": 0,
+                "accepted_prediction_tokens": 0, "rejected_prediction_tokens": 0}
+        },
+        "service_tier": "default",
+        "system_fingerprint": "fp_06737a9306"
+    })
+}
+
+fn tool_calls(calls: &[(&str, &str, &str)]) -> Value {
+    let calls: Vec<Value> = calls
+        .iter()
+        .map(|(id, name, args)| {
+            json!({"id": id, "type": "function", "function": {"name": name, "arguments": args}})
+        })
+        .collect();
+    completion(
+        json!({"role": "assistant", "content": null, "tool_calls": calls, "refusal": null, "annotations": []}),
+        "tool_calls",
+    )
+}
+
+fn error_body(message: &str, kind: &str, code: &str) -> Value {
+    json!({"error": {"message": message, "type": kind, "param": null, "code": code}})
+}
+
+async fn model_for(server: &FakeServer) -> OpenAiModel {
+    OpenAiModel::new("gpt-4o-mini", options(&format!("{}/v1/", server.base))).unwrap()
+}
+
+#[tokio::test]
+async fn correct_tool_call_and_request_shape() {
+    let server = FakeServer::start(vec![Canned::ok(tool_calls(&[(
+        "call_12345xyz",
+        "weather",
+        "{\"city\":\"Delhi\"}",
+    )]))])
+    .await;
+    let model = model_for(&server).await;
+    assert_eq!(model.name(), "openai:gpt-4o-mini");
+
+    let reply = model.complete(&first_request()).await.unwrap();
+    assert_eq!(
+        reply.tool_calls,
+        vec![ToolCall {
+            id: "call_12345xyz".into(),
+            name: "weather".into(),
+            arguments: "{\"city\":\"Delhi\"}".into()
+        }]
+    );
+    assert_eq!(reply.text, None);
+    assert_eq!(
+        reply.usage,
+        Usage {
+            input_tokens: 82,
+            output_tokens: 17
+        }
+    );
+    assert_eq!(reply.prompt_tokens_reused, Some(64));
+    assert_eq!(reply.transport_retries, 0);
+
+    let request = server.only_request();
+    assert_eq!(request.path, "/v1/chat/completions");
+    assert_eq!(
+        request.header("authorization"),
+        Some(format!("Bearer {KEY}").as_str())
+    );
+    assert_eq!(
+        request.body,
+        json!({
+            "model": "gpt-4o-mini",
+            "messages": [
+                {"role": "system", "content": "You are a careful agent."},
+                {"role": "user", "content": "Weather in Delhi and Paris?"}
+            ],
+            "tools": [
+                {"type": "function", "function": {
+                    "name": "weather",
+                    "description": "Current weather in a city.",
+                    "parameters": common::weather_spec().parameters
+                }},
+                {"type": "function", "function": {
+                    "name": "final_answer",
+                    "description": corrigible::decision::final_answer_spec().description,
+                    "parameters": corrigible::decision::final_answer_spec().parameters
+                }}
+            ]
+        })
+    );
+}
+
+#[tokio::test]
+async fn history_ties_results_to_call_ids() {
+    let server = FakeServer::start(vec![Canned::ok(completion(
+        json!({"role": "assistant", "content": "Delhi is 31°C.", "refusal": null}),
+        "stop",
+    ))])
+    .await;
+    let reply = model_for(&server)
+        .await
+        .complete(&history_request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text.as_deref(), Some("Delhi is 31°C."));
+    assert!(reply.tool_calls.is_empty());
+
+    let body = server.only_request().body;
+    assert_eq!(
+        body["messages"].as_array().unwrap()[2..],
+        [
+            json!({"role": "assistant", "content": "Checking both.", "tool_calls": [
+                {"id": "call_a", "type": "function", "function": {"name": "weather", "arguments": "{\"city\":\"Delhi\"}"}},
+                {"id": "call_b", "type": "function", "function": {"name": "weather", "arguments": "{\"_raw\":\"{\\\"city\\\": \\\"Par\"}"}},
+                {"id": "call_c", "type": "function", "function": {"name": "teleport", "arguments": "{\"to\":\"Paris\"}"}}
+            ]}),
+            json!({"role": "tool", "tool_call_id": "call_a", "content": "{\"temp_c\":31}"}),
+            json!({"role": "tool", "tool_call_id": "call_b", "content": "invalid_json: not valid JSON"}),
+            json!({"role": "tool", "tool_call_id": "call_c", "content": "unknown_tool: no tool `teleport`"}),
+            json!({"role": "user", "content": "Fix the rejected calls."}),
+        ]
+    );
+}
+
+#[tokio::test]
+async fn broken_arguments_are_kept_verbatim() {
+    let broken = "{\"city\": \"Delhi\"";
+    let server = FakeServer::start(vec![Canned::ok(tool_calls(&[(
+        "call_1", "weather", broken,
+    )]))])
+    .await;
+    let reply = model_for(&server)
+        .await
+        .complete(&first_request())
+        .await
+        .unwrap();
+    assert_eq!(reply.tool_calls[0].arguments, broken);
+}
+
+#[tokio::test]
+async fn unknown_tool_is_passed_through() {
+    let server = FakeServer::start(vec![Canned::ok(tool_calls(&[(
+        "call_9",
+        "teleport",
+        "{\"to\":\"Mars\"}",
+    )]))])
+    .await;
+    let reply = model_for(&server)
+        .await
+        .complete(&first_request())
+        .await
+        .unwrap();
+    assert_eq!(reply.tool_calls[0].name, "teleport");
+    assert_eq!(reply.tool_calls[0].id, "call_9");
+}
+
+#[tokio::test]
+async fn two_tool_calls_in_order() {
+    let server = FakeServer::start(vec![Canned::ok(tool_calls(&[
+        ("call_d", "weather", "{\"city\":\"Delhi\"}"),
+        ("call_p", "weather", "{\"city\":\"Paris\"}"),
+    ]))])
+    .await;
+    let reply = model_for(&server)
+        .await
+        .complete(&first_request())
+        .await
+        .unwrap();
+    let ids: Vec<&str> = reply.tool_calls.iter().map(|c| c.id.as_str()).collect();
+    assert_eq!(ids, ["call_d", "call_p"]);
+    assert_eq!(reply.tool_calls[1].arguments, "{\"city\":\"Paris\"}");
+}
+
+#[tokio::test]
+async fn rate_limit_with_retry_after_then_success() {
+    let limited = error_body(
+        "Rate limit reached for gpt-4o-mini.",
+        "requests",
+        "rate_limit_exceeded",
+    );
+    let server = FakeServer::start(vec![
+        Canned::status(429, limited).header("retry-after", "1"),
+        Canned::ok(tool_calls(&[("call_1", "weather", "{\"city\":\"Delhi\"}")])),
+    ])
+    .await;
+    let started = Instant::now();
+    let reply = model_for(&server)
+        .await
+        .complete(&first_request())
+        .await
+        .unwrap();
+    assert!(
+        started.elapsed() < Duration::from_millis(900),
+        "Retry-After was not capped"
+    );
+    assert_eq!(reply.transport_retries, 1);
+    assert_eq!(reply.tool_calls.len(), 1);
+    assert_eq!(server.requests().len(), 2);
+}
+
+#[tokio::test]
+async fn overloaded_three_times_is_a_transport_error() {
+    let overloaded = error_body(
+        "The server is overloaded or not ready yet.",
+        "server_error",
+        "overloaded",
+    );
+    let server = FakeServer::start(vec![Canned::status(503, overloaded); 3]).await;
+    let err = model_for(&server)
+        .await
+        .complete(&first_request())
+        .await
+        .unwrap_err();
+    let ModelError::Transport(message) = err else {
+        panic!("expected transport, got {err:?}")
+    };
+    assert!(message.contains("503"), "{message}");
+    assert!(message.contains("overloaded"), "{message}");
+    assert!(message.contains("2 transport retries"), "{message}");
+    assert_eq!(server.requests().len(), 3);
+}
+
+#[tokio::test]
+async fn unauthorized_is_a_configuration_error_without_the_key() {
+    let body = error_body(
+        &format!(
+            "Incorrect API key provided: {KEY}. You can find your API key at https://platform.openai.com/account/api-keys."
+        ),
+        "invalid_request_error",
+        "invalid_api_key",
+    );
+    let server = FakeServer::start(vec![Canned::status(401, body)]).await;
+    let err = model_for(&server)
+        .await
+        .complete(&first_request())
+        .await
+        .unwrap_err();
+    let ModelError::Config(message) = err else {
+        panic!("expected config, got {err:?}")
+    };
+    assert!(message.contains("401"), "{message}");
+    assert!(message.contains("OPENAI_API_KEY"), "{message}");
+    assert!(message.contains("Incorrect API key provided"), "{message}");
+    assert!(!message.contains(KEY), "the key leaked: {message}");
+    assert_eq!(server.requests().len(), 1);
+}
+
+#[tokio::test]
+async fn other_client_errors_are_configuration_errors() {
+    let body = error_body(
+        "The model `gpt-9` does not exist",
+        "invalid_request_error",
+        "model_not_found",
+    );
+    let server = FakeServer::start(vec![Canned::status(404, body)]).await;
+    let err = model_for(&server)
+        .await
+        .complete(&first_request())
+        .await
+        .unwrap_err();
+    assert!(
+        matches!(&err, ModelError::Config(m) if m.contains("does not exist")),
+        "{err:?}"
+    );
+}
+
+#[tokio::test]
+async fn json_protocol_sends_no_tools() {
+    let text = r#"{"state":"final","satisfied":true,"final_summary":"ok"}"#;
+    let server = FakeServer::start(vec![Canned::ok(completion(
+        json!({"role": "assistant", "content": text}),
+        "stop",
+    ))])
+    .await;
+    let reply = model_for(&server)
+        .await
+        .complete(&json_request())
+        .await
+        .unwrap();
+    assert_eq!(reply.text.as_deref(), Some(text));
+    let body = server.only_request().body;
+    assert!(body.get("tools").is_none(), "{body}");
+    assert!(body.get("tool_choice").is_none(), "{body}");
+}
+
+#[tokio::test]
+async fn no_key_sends_no_authorization() {
+    let server = FakeServer::start(vec![Canned::ok(completion(
+        json!({"role": "assistant", "content": "hi"}),
+        "stop",
+    ))])
+    .await;
+    let options = ProviderOptions {
+        api_key: None,
+        ..options(&format!("{}/v1", server.base))
+    };
+    let model = OpenAiModel::new("llama3.2", options).unwrap();
+    model.complete(&json_request()).await.unwrap();
+    assert_eq!(server.only_request().header("authorization"), None);
+}
+
+#[tokio::test]
+async fn unreadable_body_is_not_a_panic() {
+    let server = FakeServer::start(vec![Canned {
+        status: 200,
+        headers: Vec::new(),
+        body: "<html>gateway</html>".into(),
+    }])
+    .await;
+    let err = model_for(&server)
+        .await
+        .complete(&first_request())
+        .await
+        .unwrap_err();
+    assert!(matches!(err, ModelError::Other(_)), "{err:?}");
+}
+
+#[tokio::test]
+async fn connection_refused_is_a_transport_error() {
+    let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let base = format!("http://{}/v1", listener.local_addr().unwrap());
+    drop(listener);
+    let model = OpenAiModel::new("m", options(&base)).unwrap();
+    let err = model.complete(&first_request()).await.unwrap_err();
+    assert!(
+        matches!(&err, ModelError::Transport(m) if m.contains("unreachable")),
+        "{err:?}"
+    );
+}
+
+fn correction(category: Category, tool: Option<&str>, repeated: u32) -> CorrectionContext {
+    CorrectionContext {
+        category,
+        rejected_reply: "{}".into(),
+        tool: tool.map(String::from),
+        failed_actions: Vec::new(),
+        round: 1,
+        repeated_in_slot: repeated,
+    }
+}
+
+#[tokio::test]
+async fn corrections_narrow_the_tool_choice() {
+    let reply = || Canned::ok(tool_calls(&[("call_1", "weather", "{\"city\":\"Delhi\"}")]));
+    let server = FakeServer::start(vec![reply(), reply(), reply()]).await;
+    let model = model_for(&server).await;
+
+    let mut request = history_request();
+    request.correction = Some(correction(Category::InvalidToolInput, Some("weather"), 0));
+    model.complete(&request).await.unwrap();
+    request.correction = Some(correction(
+        Category::RepeatedFailedAction,
+        Some("weather"),
+        2,
+    ));
+    model.complete(&request).await.unwrap();
+    request.correction = Some(correction(Category::InvalidJson, None, 0));
+    model.complete(&request).await.unwrap();
+
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].body["tool_choice"],
+        json!({"type": "function", "function": {"name": "weather"}})
+    );
+    assert_eq!(
+        requests[1].body["tool_choice"],
+        json!({"type": "function", "function": {"name": "final_answer"}})
+    );
+    assert!(requests[2].body.get("tool_choice").is_none());
+}
