@@ -322,6 +322,7 @@ async fn unreadable_body_is_not_a_panic() {
         status: 200,
         headers: Vec::new(),
         body: "<html>gateway</html>".into(),
+        delay: Duration::ZERO,
     }])
     .await;
     let err = model_for(&server)
@@ -343,6 +344,27 @@ async fn connection_refused_is_a_transport_error() {
         matches!(&err, ModelError::Transport(m) if m.contains("unreachable")),
         "{err:?}"
     );
+}
+
+#[tokio::test]
+async fn slow_answers_time_out_and_are_retried() {
+    let slow = || {
+        Canned::ok(completion(
+            json!({"role": "assistant", "content": "late"}),
+            "stop",
+        ))
+        .after(Duration::from_millis(400))
+    };
+    let server = FakeServer::start(vec![slow(), slow(), slow()]).await;
+    let mut options = options(&format!("{}/v1", server.base));
+    options.timeouts.request = Duration::from_millis(50);
+    let model = OpenAiModel::new("m", options).unwrap();
+    let err = model.complete(&first_request()).await.unwrap_err();
+    assert!(
+        matches!(&err, ModelError::Transport(m) if m.contains("2 transport retries")),
+        "{err:?}"
+    );
+    assert_eq!(server.requests().len(), 3);
 }
 
 fn correction(category: Category, tool: Option<&str>, repeated: u32) -> CorrectionContext {

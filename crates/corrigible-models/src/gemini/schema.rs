@@ -195,6 +195,14 @@ fn convert(schema: &Value, defs: &Map<String, Value>, depth: usize) -> Value {
         if options.len() < alternatives.map_or(0, |a| a.as_array().map_or(0, Vec::len)) {
             out.insert("nullable".into(), Value::Bool(true));
         }
+        let strings: Option<Vec<Vec<Value>>> = (options.len() > 1)
+            .then(|| options.iter().map(single_string_enum).collect())
+            .flatten();
+        if let Some(values) = strings {
+            out.insert("type".into(), Value::String("string".into()));
+            out.insert("enum".into(), Value::Array(values.concat()));
+            return Value::Object(out);
+        }
         match options.len() {
             0 => {}
             1 => {
@@ -210,6 +218,18 @@ fn convert(schema: &Value, defs: &Map<String, Value>, depth: usize) -> Value {
         }
     }
     Value::Object(out)
+}
+
+/// The values of an alternative that is only a string enum (as schemars writes documented
+/// enum variants), so a `oneOf` of them can become one enum.
+fn single_string_enum(option: &Value) -> Option<Vec<Value>> {
+    let obj = option.as_object()?;
+    let only_enum = obj
+        .keys()
+        .all(|k| ["type", "enum", "description"].contains(&k.as_str()));
+    (only_enum && obj.get("type")? == "string")
+        .then(|| obj.get("enum")?.as_array().cloned())
+        .flatten()
 }
 
 fn json_type(value: &Value) -> Option<&'static str> {
@@ -278,6 +298,21 @@ mod tests {
         assert_eq!(
             parameters(&schema).unwrap()["properties"]["x"],
             json!({"type": "number", "nullable": true})
+        );
+    }
+
+    #[test]
+    fn documented_enum_variants_become_one_enum() {
+        let schema = json!({"type": "object", "properties": {"unit": {
+            "description": "Unit",
+            "oneOf": [
+                {"type": "string", "const": "c", "description": "Celsius"},
+                {"type": "string", "const": "f", "description": "Fahrenheit"}
+            ]
+        }}});
+        assert_eq!(
+            parameters(&schema).unwrap()["properties"]["unit"],
+            json!({"type": "string", "description": "Unit", "enum": ["c", "f"]})
         );
     }
 

@@ -24,6 +24,7 @@ pub struct Canned {
     pub status: u16,
     pub headers: Vec<(&'static str, String)>,
     pub body: String,
+    pub delay: Duration,
 }
 
 impl Canned {
@@ -36,7 +37,13 @@ impl Canned {
             status,
             headers: Vec::new(),
             body: body.to_string(),
+            delay: Duration::ZERO,
         }
+    }
+
+    pub fn after(mut self, delay: Duration) -> Self {
+        self.delay = delay;
+        self
     }
 
     pub fn header(mut self, name: &'static str, value: &str) -> Self {
@@ -85,6 +92,7 @@ async fn answer(
     let Some(canned) = shared.canned.lock().unwrap().pop_front() else {
         return (StatusCode::IM_A_TEAPOT, "no canned response left").into_response();
     };
+    tokio::time::sleep(canned.delay).await;
     let mut response = (
         StatusCode::from_u16(canned.status).unwrap(),
         [("content-type", "application/json")],
