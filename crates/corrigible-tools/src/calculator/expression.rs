@@ -6,12 +6,20 @@ use evalexpr::{DefaultNumericTypes, Node, Operator, Value};
 pub const FUNCTIONS: &str = "sqrt, cbrt, abs, exp, ln, log10, log2, log(x, base), pow(x, y), \
      sin, cos, tan, asin, acos, atan, atan2(y, x), hypot(x, y), floor, ceil, round, trunc, min, max";
 
+/// Longest expression accepted, in characters; it also bounds the parser's recursion.
+pub const MAX_EXPRESSION_CHARS: usize = 400;
+
 /// Why an expression could not be evaluated; each message tells the model what to change.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum ExpressionError {
     /// Nothing to evaluate.
     #[error("the expression is empty: write an arithmetic expression such as 2*(3+4)")]
     Empty,
+    /// The expression is longer than [`MAX_EXPRESSION_CHARS`].
+    #[error(
+        "the expression has {0} characters, more than the {MAX_EXPRESSION_CHARS} allowed: split the calculation"
+    )]
+    TooLong(usize),
     /// The text is not a well-formed expression.
     #[error("cannot parse the expression: {0}; write it with numbers, + - * / % ^ and parentheses")]
     Parse(String),
@@ -57,11 +65,18 @@ pub enum ExpressionError {
 }
 
 /// Evaluates an arithmetic expression to a finite number.
+///
+/// `^` (also written `**`) is right-associative, so `2^3^2` is `2^9`.
 pub fn evaluate(expression: &str) -> Result<f64, ExpressionError> {
     if expression.trim().is_empty() {
         return Err(ExpressionError::Empty);
     }
-    let tree = evalexpr::build_operator_tree::<DefaultNumericTypes>(expression)
+    let length = expression.chars().count();
+    if length > MAX_EXPRESSION_CHARS {
+        return Err(ExpressionError::TooLong(length));
+    }
+    let expression = expression.replace("**", "^");
+    let tree = evalexpr::build_operator_tree::<DefaultNumericTypes>(&expression)
         .map_err(|e| ExpressionError::Parse(e.to_string()))?;
     let value = eval(&tree)?;
     if value.is_finite() {
@@ -87,19 +102,14 @@ fn eval(node: &Node) -> Result<f64, ExpressionError> {
         }
         Operator::Tuple => Err(ExpressionError::Tuple),
         Operator::Neg => Ok(-eval(single(children)?)?),
-        op @ (Operator::Add
-        | Operator::Sub
-        | Operator::Mul
-        | Operator::Div
-        | Operator::Mod
-        | Operator::Exp) => {
+        Operator::Exp => power(node),
+        op @ (Operator::Add | Operator::Sub | Operator::Mul | Operator::Div | Operator::Mod) => {
             let (a, b) = pair(children)?;
             let (a, b) = (eval(a)?, eval(b)?);
             match op {
                 Operator::Add => Ok(a + b),
                 Operator::Sub => Ok(a - b),
                 Operator::Mul => Ok(a * b),
-                Operator::Exp => Ok(a.powf(b)),
                 Operator::Div | Operator::Mod if b == 0.0 => Err(ExpressionError::DivisionByZero(
                     format!("{} {op} {}", show(a), show(b)),
                 )),
@@ -111,6 +121,24 @@ fn eval(node: &Node) -> Result<f64, ExpressionError> {
             other.to_string().trim().to_string(),
         )),
     }
+}
+
+/// evalexpr parses `a^b^c` as `(a^b)^c`; a parenthesized base is a root node, so a chain
+/// of bare `Exp` nodes down the left side is exactly an unparenthesized `a^b^c`.
+fn power(node: &Node) -> Result<f64, ExpressionError> {
+    let mut exponents = Vec::new();
+    let mut base = node;
+    while matches!(base.operator(), Operator::Exp) {
+        let (left, right) = pair(base.children())?;
+        exponents.push(right);
+        base = left;
+    }
+    let mut exponent: Option<f64> = None;
+    for node in exponents {
+        let value = eval(node)?;
+        exponent = Some(exponent.map_or(value, |upper| value.powf(upper)));
+    }
+    Ok(eval(base)?.powf(exponent.unwrap_or(1.0)))
 }
 
 fn show(x: f64) -> String {
@@ -247,6 +275,11 @@ mod tests {
         assert_eq!(evaluate("7/2"), Ok(3.5));
         assert_eq!(evaluate("-3 + 10 % 4"), Ok(-1.0));
         assert_eq!(evaluate("2^10"), Ok(1024.0));
+        assert_eq!(evaluate("2**10"), Ok(1024.0));
+        assert_eq!(evaluate("2^3^2"), Ok(512.0));
+        assert_eq!(evaluate("(2^3)^2"), Ok(64.0));
+        assert_eq!(evaluate("-2^2"), Ok(-4.0));
+        assert_eq!(evaluate("2^-1"), Ok(0.5));
     }
 
     #[test]

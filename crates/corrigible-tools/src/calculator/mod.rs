@@ -8,7 +8,7 @@ use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::Value;
 
-pub use expression::{ExpressionError, FUNCTIONS, evaluate};
+pub use expression::{ExpressionError, FUNCTIONS, MAX_EXPRESSION_CHARS, evaluate};
 
 /// The calculator tool's name.
 pub const CALCULATOR: &str = "calculator";
