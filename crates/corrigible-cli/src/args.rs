@@ -1,0 +1,131 @@
+//! Command-line arguments, as parsed (validation into engine types happens in `setup`).
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand};
+
+/// Bounded self-correction for LLM agents.
+#[derive(Debug, Parser)]
+#[command(name = "corrigible", version, about)]
+pub struct Cli {
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// The subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run one agent task and show its trace.
+    Run(RunArgs),
+    /// Check or show a configuration file (`corrigible.toml`).
+    #[command(subcommand)]
+    Config(ConfigCommand),
+}
+
+/// `corrigible config …`.
+#[derive(Debug, Subcommand)]
+pub enum ConfigCommand {
+    /// Validate a configuration file; errors name the key.
+    Check {
+        /// The file to check.
+        file: PathBuf,
+    },
+    /// Print the effective configuration (defaults, then the file, then nothing else).
+    Show {
+        /// The file (default: CORRIGIBLE_CONFIG, else the defaults alone).
+        #[arg(long)]
+        config: Option<PathBuf>,
+    },
+}
+
+/// Which model to use and how to reach it.
+#[derive(Debug, Clone, Args)]
+pub struct ModelArgs {
+    /// `local` (the embedded model), `replay:FILE`, `openai:MODEL`, `gemini:MODEL` or `anthropic:MODEL`.
+    #[arg(long)]
+    pub model: Option<String>,
+    /// Base URL of the provider (OpenAI-compatible: up to and including `/v1`; Gemini and Anthropic: the host root).
+    #[arg(long)]
+    pub base_url: Option<String>,
+    /// Decision protocol: `json` (a JSON decision in the text) or `native` (the provider's tool calling).
+    #[arg(long)]
+    pub protocol: Option<String>,
+    /// Constraint of the embedded model's decoding: `schema`, `envelope` or `off`.
+    #[arg(long, default_value = "schema")]
+    pub constrain: String,
+    /// Path of a GGUF file for the embedded model (default: CORRIGIBLE_MODEL, or the model directory).
+    #[arg(long)]
+    pub model_path: Option<PathBuf>,
+}
+
+/// Tools and where the weather tool reaches Open-Meteo.
+#[derive(Debug, Clone, Args)]
+pub struct ToolArgs {
+    /// Comma-separated built-in tools to offer (default: calculator,time,weather).
+    #[arg(long, value_delimiter = ',')]
+    pub tools: Option<Vec<String>>,
+    /// Base URL of the Open-Meteo geocoding API.
+    #[arg(long, env = "CORRIGIBLE_WEATHER_GEOCODING_URL")]
+    pub weather_geocoding_url: Option<String>,
+    /// Base URL of the Open-Meteo forecast API.
+    #[arg(long, env = "CORRIGIBLE_WEATHER_FORECAST_URL")]
+    pub weather_forecast_url: Option<String>,
+}
+
+/// Every bound, as flags (unset flags keep the defaults).
+#[derive(Debug, Clone, Default, Args)]
+pub struct BoundArgs {
+    /// Executed tool actions per run (default 8).
+    #[arg(long)]
+    pub max_actions: Option<u32>,
+    /// Decision corrections per action slot (default 2).
+    #[arg(long)]
+    pub max_corrections: Option<u32>,
+    /// Tool execution retries after a failure (default 1).
+    #[arg(long)]
+    pub tool_retries: Option<u32>,
+    /// Output-validator rejections sent back (default 1).
+    #[arg(long)]
+    pub output_retries: Option<u32>,
+    /// First backoff delay between tool retries, in ms (default 500).
+    #[arg(long)]
+    pub backoff_initial_ms: Option<u64>,
+    /// Backoff cap, in ms (default 30000).
+    #[arg(long)]
+    pub backoff_max_ms: Option<u64>,
+    /// Consecutive failures that open a tool's circuit breaker; 0 disables it (default 5).
+    #[arg(long)]
+    pub breaker_threshold: Option<u32>,
+    /// Time an open breaker waits before one probe call, in ms (default 60000).
+    #[arg(long)]
+    pub breaker_reset_ms: Option<u64>,
+    /// Model calls per run (default: unlimited).
+    #[arg(long)]
+    pub max_model_calls: Option<u32>,
+    /// Input plus output tokens per run (default: unlimited).
+    #[arg(long)]
+    pub max_tokens: Option<u64>,
+}
+
+/// `corrigible run`.
+#[derive(Debug, Args)]
+pub struct RunArgs {
+    /// The request for the agent.
+    pub prompt: String,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub bounds: BoundArgs,
+    /// Configuration file (default: CORRIGIBLE_CONFIG); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
+    /// Print the run report as JSON (and nothing else on stdout).
+    #[arg(long)]
+    pub json: bool,
+    /// Append each model call's exact request and reply to this JSONL file.
+    #[arg(long)]
+    pub transcript: Option<PathBuf>,
+}

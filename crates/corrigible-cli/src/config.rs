@@ -1,0 +1,338 @@
+//! `corrigible.toml`: every bound, per-tool sections, the model and the feedback template.
+//!
+//! Unknown keys and out-of-range values are errors that name the key; flags override the file.
+
+use std::collections::BTreeMap;
+use std::path::{Path, PathBuf};
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use corrigible::Policy;
+use corrigible::policy::{Backoff, BreakerPolicy, Jitter, RetryScope, ToolPolicy};
+use serde::{Deserialize, Serialize};
+
+/// The configuration file, as written.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FileConfig {
+    /// Model spec, as `--model`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// `json` or `native`, as `--protocol`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<String>,
+    /// Provider base URL, as `--base-url`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub base_url: Option<String>,
+    /// Built-in tools to offer, as `--tools`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tools: Option<Vec<String>>,
+    /// Per-run bounds.
+    #[serde(default)]
+    pub limits: LimitsConfig,
+    /// Tool execution retries.
+    #[serde(default)]
+    pub retry: RetryConfig,
+    /// Circuit breakers.
+    #[serde(default)]
+    pub breaker: BreakerConfig,
+    /// Per-tool overrides, by tool name.
+    #[serde(default, skip_serializing_if = "BTreeMap::is_empty")]
+    pub tool: BTreeMap<String, ToolConfig>,
+    /// Correction feedback.
+    #[serde(default)]
+    pub feedback: FeedbackConfig,
+}
+
+/// `[limits]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct LimitsConfig {
+    /// Executed tool actions per run.
+    pub max_actions: u32,
+    /// Decision corrections per action slot.
+    pub max_corrections: u32,
+    /// Output-validator rejections sent back per run.
+    pub output_retries: u32,
+    /// `Retry` rejections allowed per tool (per-tool sections override it).
+    pub tool_rejections: u32,
+    /// Model calls per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_model_calls: Option<u32>,
+    /// Input plus output tokens per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_tokens: Option<u64>,
+    /// Input tokens per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_input_tokens: Option<u64>,
+    /// Output tokens per run.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub max_output_tokens: Option<u64>,
+}
+
+impl Default for LimitsConfig {
+    fn default() -> Self {
+        let defaults = Policy::default();
+        Self {
+            max_actions: defaults.limits.max_actions,
+            max_corrections: defaults.limits.max_corrections,
+            output_retries: defaults.limits.output_retries,
+            tool_rejections: defaults.max_rejections,
+            max_model_calls: None,
+            max_tokens: None,
+            max_input_tokens: None,
+            max_output_tokens: None,
+        }
+    }
+}
+
+/// `[retry]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct RetryConfig {
+    /// Retries after a `Failed` execution.
+    pub max_retries: u32,
+    /// First delay, ms.
+    pub backoff_initial_ms: u64,
+    /// Growth factor (>= 1).
+    pub backoff_multiplier: f64,
+    /// Cap, ms.
+    pub backoff_max_ms: u64,
+    /// `full` or `none`.
+    pub jitter: String,
+    /// Only these tools get automatic retries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub include: Option<Vec<String>>,
+    /// These tools never get automatic retries.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub exclude: Option<Vec<String>>,
+}
+
+impl Default for RetryConfig {
+    fn default() -> Self {
+        let backoff = Backoff::default();
+        Self {
+            max_retries: Policy::default().retry.max_retries,
+            backoff_initial_ms: backoff.initial().as_millis() as u64,
+            backoff_multiplier: backoff.multiplier(),
+            backoff_max_ms: backoff.max().as_millis() as u64,
+            jitter: "full".into(),
+            include: None,
+            exclude: None,
+        }
+    }
+}
+
+/// `[breaker]`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields, default)]
+pub struct BreakerConfig {
+    /// Consecutive failures that open a breaker (0 disables breakers).
+    pub threshold: u32,
+    /// Time open before one probe, ms.
+    pub reset_ms: u64,
+}
+
+impl Default for BreakerConfig {
+    fn default() -> Self {
+        let breaker = BreakerPolicy::default();
+        Self {
+            threshold: breaker.threshold(),
+            reset_ms: breaker.reset().as_millis() as u64,
+        }
+    }
+}
+
+/// `[tool.NAME]`.
+#[derive(Debug, Clone, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct ToolConfig {
+    /// Execution retries after `Failed`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_retries: Option<u32>,
+    /// `Retry` rejections allowed; 0 makes them terminal.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_rejections: Option<u32>,
+    /// Whether the tool may be re-executed automatically.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub idempotent: Option<bool>,
+}
+
+/// `[feedback]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct FeedbackConfig {
+    /// A minijinja template replacing the default feedback.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub template: Option<String>,
+}
+
+/// Where the configuration comes from: `--config`, else `CORRIGIBLE_CONFIG`, else nothing.
+pub fn locate(flag: Option<&Path>) -> Option<PathBuf> {
+    flag.map(Path::to_path_buf)
+        .or_else(|| std::env::var_os("CORRIGIBLE_CONFIG").map(PathBuf::from))
+}
+
+/// Reads and validates a configuration file.
+pub fn load(path: &Path) -> anyhow::Result<FileConfig> {
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("config file {}", path.display()))?;
+    let config: FileConfig = toml::from_str(&text).map_err(|e| {
+        anyhow!(
+            "config file {}: {}",
+            path.display(),
+            e.to_string().trim_end()
+        )
+    })?;
+    config
+        .policy()
+        .with_context(|| format!("config file {}", path.display()))?;
+    Ok(config)
+}
+
+impl FileConfig {
+    /// The engine policy this file describes.
+    pub fn policy(&self) -> anyhow::Result<Policy> {
+        let mut policy = Policy::default();
+        let l = &self.limits;
+        if l.max_actions == 0 {
+            bail!("limits.max_actions: must be at least 1");
+        }
+        policy.limits.max_actions = l.max_actions;
+        policy.limits.max_corrections = l.max_corrections;
+        policy.limits.output_retries = l.output_retries;
+        policy.limits.max_model_calls = l.max_model_calls;
+        policy.limits.max_tokens = l.max_tokens;
+        policy.limits.max_input_tokens = l.max_input_tokens;
+        policy.limits.max_output_tokens = l.max_output_tokens;
+        policy.max_rejections = l.tool_rejections;
+
+        let r = &self.retry;
+        let jitter = match r.jitter.as_str() {
+            "full" => Jitter::Full,
+            "none" => Jitter::None,
+            other => bail!("retry.jitter: expected \"full\" or \"none\", got \"{other}\""),
+        };
+        policy.retry.max_retries = r.max_retries;
+        policy.retry.backoff = Backoff::new(
+            Duration::from_millis(r.backoff_initial_ms),
+            r.backoff_multiplier,
+            Duration::from_millis(r.backoff_max_ms),
+            jitter,
+        )
+        .map_err(|e| anyhow!("retry: {e}"))?;
+        policy.retry_scope = match (&r.include, &r.exclude) {
+            (Some(_), Some(_)) => bail!("retry.include and retry.exclude: give one or the other"),
+            (Some(names), None) => RetryScope::Include(names.clone()),
+            (None, Some(names)) => RetryScope::Exclude(names.clone()),
+            (None, None) => RetryScope::All,
+        };
+        policy.breaker = BreakerPolicy::new(
+            self.breaker.threshold,
+            Duration::from_millis(self.breaker.reset_ms),
+        )
+        .map_err(|e| anyhow!("breaker: {e}"))?;
+        for (name, tool) in &self.tool {
+            policy.tools.insert(
+                name.clone(),
+                ToolPolicy {
+                    max_retries: tool.max_retries,
+                    max_rejections: tool.max_rejections,
+                    idempotent: tool.idempotent,
+                },
+            );
+        }
+        if let Some(template) = &self.feedback.template {
+            corrigible::feedback::FeedbackTemplate::new(template.clone())
+                .map_err(|e| anyhow!("feedback.template: {e}"))?;
+        }
+        Ok(policy)
+    }
+
+    /// The effective configuration as TOML.
+    pub fn to_toml(&self) -> anyhow::Result<String> {
+        toml::to_string_pretty(self).map_err(|e| anyhow!("cannot print the configuration: {e}"))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn parse(text: &str) -> anyhow::Result<FileConfig> {
+        let config: FileConfig = toml::from_str(text).map_err(|e| anyhow!("{e}"))?;
+        config.policy()?;
+        Ok(config)
+    }
+
+    #[test]
+    fn every_bound_is_read() {
+        let config = parse(
+            r#"
+            model = "replay:x.jsonl"
+            [limits]
+            max_actions = 4
+            max_corrections = 1
+            output_retries = 0
+            tool_rejections = 3
+            max_model_calls = 10
+            max_tokens = 5000
+            [retry]
+            max_retries = 2
+            backoff_initial_ms = 100
+            backoff_max_ms = 1000
+            exclude = ["send_email"]
+            [breaker]
+            threshold = 3
+            reset_ms = 5000
+            [tool.weather]
+            max_retries = 4
+            max_rejections = 0
+            idempotent = true
+            "#,
+        )
+        .unwrap();
+        let policy = config.policy().unwrap();
+        assert_eq!(policy.limits.max_actions, 4);
+        assert_eq!(policy.limits.max_model_calls, Some(10));
+        assert_eq!(policy.max_rejections, 3);
+        assert_eq!(policy.retry.backoff.initial(), Duration::from_millis(100));
+        assert_eq!(policy.breaker.threshold(), 3);
+        assert_eq!(policy.rejections_for("weather"), 0);
+        assert_eq!(policy.retries_for("weather", true), 4);
+        assert_eq!(policy.retries_for("send_email", true), 0);
+    }
+
+    #[test]
+    fn unknown_keys_are_named() {
+        let err = parse("[limits]\nmax_action = 3\n").unwrap_err().to_string();
+        assert!(err.contains("max_action"), "{err}");
+        let err = parse("[tool.weather]\nretries = 3\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("retries"), "{err}");
+    }
+
+    #[test]
+    fn negative_and_invalid_bounds_are_named() {
+        let err = parse("[limits]\nmax_corrections = -1\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("max_corrections"), "{err}");
+        let err = parse("[retry]\nbackoff_multiplier = 0.5\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("backoff.multiplier"), "{err}");
+        let err = parse("[breaker]\nthreshold = 5\nreset_ms = 0\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("reset_ms"), "{err}");
+    }
+
+    #[test]
+    fn defaults_round_trip_through_toml() {
+        let config = FileConfig::default();
+        let text = config.to_toml().unwrap();
+        assert_eq!(parse(&text).unwrap(), config);
+    }
+}

@@ -1,0 +1,156 @@
+//! Turns parsed arguments into validated engine values: the model, the tools and the policy.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, anyhow, bail};
+use corrigible::policy::{Backoff, BreakerPolicy};
+use corrigible::{Model, Policy, Protocol, ToolRegistry};
+use corrigible_local::{Constrain, LocalConfig, LocalModel};
+use corrigible_models::{ModelSpec, ProviderOptions};
+use corrigible_tools::{BuiltinConfig, WeatherConfig, builtin_registry};
+
+use crate::args::{BoundArgs, ModelArgs, ToolArgs};
+use crate::config::FileConfig;
+
+/// A model ready to use, with the protocol it speaks and a factory for fresh per-run copies.
+pub struct ModelSetup {
+    /// The model.
+    pub model: Arc<dyn Model>,
+    /// The decision protocol.
+    pub protocol: Protocol,
+    /// The parsed spec.
+    pub spec: ModelSpec,
+}
+
+/// Fills unset flags from the configuration file.
+pub fn merge(model: &mut ModelArgs, tools: &mut ToolArgs, file: &FileConfig) {
+    if model.model.is_none() {
+        model.model = file.model.clone();
+    }
+    if model.protocol.is_none() {
+        model.protocol = file.protocol.clone();
+    }
+    if model.base_url.is_none() {
+        model.base_url = file.base_url.clone();
+    }
+    if tools.tools.is_none() {
+        tools.tools = file.tools.clone();
+    }
+}
+
+/// Builds the model named by `args`.
+pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
+    let spec: ModelSpec = args
+        .model
+        .as_deref()
+        .unwrap_or("local")
+        .parse()
+        .map_err(|e| anyhow!("--model: {e}"))?;
+    let default_protocol = match spec {
+        ModelSpec::Remote { .. } => Protocol::Native,
+        _ => Protocol::Json,
+    };
+    let protocol = match &args.protocol {
+        Some(p) => p
+            .parse::<Protocol>()
+            .map_err(|e| anyhow!("--protocol: {e}"))?,
+        None => default_protocol,
+    };
+    let model: Arc<dyn Model> = match &spec {
+        ModelSpec::Local { arg } => {
+            if protocol == Protocol::Native {
+                bail!("--protocol native: the embedded model speaks the json protocol only");
+            }
+            let path = match (&args.model_path, arg) {
+                (Some(path), _) => path.clone(),
+                (None, Some(arg)) => arg.into(),
+                (None, None) => corrigible_local::resolve_model_path()?,
+            };
+            let mut config = LocalConfig::new(path);
+            config.constrain = args
+                .constrain
+                .parse::<Constrain>()
+                .map_err(|e| anyhow!("--constrain: {e}"))?;
+            Arc::new(LocalModel::load(config)?)
+        }
+        other => {
+            let options = ProviderOptions {
+                base_url: args.base_url.clone(),
+                ..Default::default()
+            };
+            corrigible_models::build(other, options)?
+        }
+    };
+    Ok(ModelSetup {
+        model,
+        protocol,
+        spec,
+    })
+}
+
+/// Builds the registry of built-in tools named by `args`.
+pub fn tools(args: &ToolArgs) -> anyhow::Result<ToolRegistry> {
+    let mut weather = WeatherConfig::from_env();
+    if let Some(url) = &args.weather_geocoding_url {
+        weather.geocoding_url = url.clone();
+    }
+    if let Some(url) = &args.weather_forecast_url {
+        weather.forecast_url = url.clone();
+    }
+    let config = BuiltinConfig {
+        tools: args.tools.clone(),
+        weather,
+    };
+    builtin_registry(&config).context("--tools")
+}
+
+/// Applies the bound flags to `policy`, validating each.
+pub fn policy(mut policy: Policy, bounds: &BoundArgs) -> anyhow::Result<Policy> {
+    let limits = &mut policy.limits;
+    if let Some(n) = bounds.max_actions {
+        limits.max_actions = n;
+    }
+    if let Some(n) = bounds.max_corrections {
+        limits.max_corrections = n;
+    }
+    if let Some(n) = bounds.output_retries {
+        limits.output_retries = n;
+    }
+    if bounds.max_model_calls.is_some() {
+        limits.max_model_calls = bounds.max_model_calls;
+    }
+    if bounds.max_tokens.is_some() {
+        limits.max_tokens = bounds.max_tokens;
+    }
+    if let Some(n) = bounds.tool_retries {
+        policy.retry.max_retries = n;
+    }
+    if bounds.backoff_initial_ms.is_some() || bounds.backoff_max_ms.is_some() {
+        let current = policy.retry.backoff;
+        let initial = bounds
+            .backoff_initial_ms
+            .map(Duration::from_millis)
+            .unwrap_or(current.initial());
+        let max = bounds
+            .backoff_max_ms
+            .map(Duration::from_millis)
+            .unwrap_or(current.max());
+        policy.retry.backoff = Backoff::new(initial, current.multiplier(), max, current.jitter())
+            .map_err(|e| anyhow!("--backoff: {e}"))?;
+    }
+    if bounds.breaker_threshold.is_some() || bounds.breaker_reset_ms.is_some() {
+        let current = policy.breaker;
+        let threshold = bounds.breaker_threshold.unwrap_or(current.threshold());
+        let reset = bounds
+            .breaker_reset_ms
+            .map(Duration::from_millis)
+            .unwrap_or(current.reset());
+        policy.breaker =
+            BreakerPolicy::new(threshold, reset).map_err(|e| anyhow!("--breaker: {e}"))?;
+    }
+    if policy.limits.max_actions == 0 {
+        bail!("--max-actions: must be at least 1");
+    }
+    Ok(policy)
+}

@@ -1,0 +1,294 @@
+//! The `corrigible run` contract (DESIGN.md §6.3) through the real binary.
+
+use std::io::Write;
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn corrigible(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(args)
+        .env("NO_COLOR", "1")
+        .env_remove("CORRIGIBLE_LOG")
+        .output()
+        .expect("the binary runs")
+}
+
+fn replay(lines: &[&str]) -> tempfile::NamedTempFile {
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for line in lines {
+        writeln!(file, "{line}").unwrap();
+    }
+    file
+}
+
+fn spec(file: &tempfile::NamedTempFile) -> String {
+    format!("replay:{}", file.path().display())
+}
+
+const BAD_FIELD: &str = r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"calculator\",\"tool_input\":{\"expr\":\"2*(3+4)\"}}", "usage": {"input_tokens": 10, "output_tokens": 5}}"#;
+const GOOD_CALL: &str = r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "usage": {"input_tokens": 20, "output_tokens": 5}}"#;
+const FINAL: &str = r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"14\"}", "usage": {"input_tokens": 30, "output_tokens": 5}}"#;
+
+#[test]
+fn json_report_follows_the_contract() {
+    let file = replay(&[BAD_FIELD, GOOD_CALL, FINAL]);
+    let out = corrigible(&[
+        "run",
+        "--model",
+        &spec(&file),
+        "--json",
+        "--tools",
+        "calculator",
+        "What is 2*(3+4)?",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value =
+        serde_json::from_slice(&out.stdout).expect("stdout is only the JSON report");
+    assert_eq!(report["satisfied"], true);
+    assert_eq!(report["final_summary"], "14");
+    assert_eq!(report["missing"], Value::Null);
+    assert_eq!(report["stop_reason"], "final");
+    let step = &report["steps"][0];
+    assert_eq!(
+        (
+            step["step"].as_u64(),
+            step["tool"].as_str(),
+            step["outcome"].as_str()
+        ),
+        (Some(1), Some("calculator"), Some("ok"))
+    );
+    assert_eq!(step["output"], 14);
+    assert_eq!(step["input"]["expression"], "2*(3+4)");
+    assert_eq!(step["attempts"], 1);
+    assert!(step["latency_ms"].is_number());
+    let c = &report["corrections"][0];
+    assert_eq!(c["category"], "invalid_tool_input");
+    assert_eq!(
+        (
+            c["step"].as_u64(),
+            c["attempt"].as_u64(),
+            c["stage"].as_str(),
+            c["corrected"].as_bool()
+        ),
+        (Some(1), Some(1), Some("step_1"), Some(true))
+    );
+    let stages: Vec<&str> = report["model_calls"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["stage"].as_str().unwrap())
+        .collect();
+    assert_eq!(stages, ["step_1", "step_1_correction_1", "step_2"]);
+    let usage = &report["usage"];
+    assert_eq!(
+        (
+            usage["model_calls"].as_u64(),
+            usage["input_tokens"].as_u64(),
+            usage["output_tokens"].as_u64()
+        ),
+        (Some(3), Some(60), Some(15))
+    );
+    assert_eq!(
+        (
+            usage["tool_calls"].as_u64(),
+            usage["corrections"].as_u64(),
+            usage["tool_retries"].as_u64()
+        ),
+        (Some(1), Some(1), Some(0))
+    );
+    assert!(report["repairs"].as_array().unwrap().is_empty());
+    assert!(report["run_id"].as_str().is_some_and(|id| !id.is_empty()));
+}
+
+#[test]
+fn human_output_shows_the_timeline_and_totals() {
+    let file = replay(&[BAD_FIELD, GOOD_CALL, FINAL]);
+    let out = corrigible(&[
+        "run",
+        "--model",
+        &spec(&file),
+        "--tools",
+        "calculator",
+        "What is 2*(3+4)?",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    for needle in [
+        "step_1 ",
+        "✗ rejected invalid_tool_input [calculator]: tool_input.expr: unexpected property",
+        "step_1_correction_1",
+        "✓ corrected",
+        "tool calculator (step 1, 1 attempt(s)",
+        "ok 14",
+        "final (satisfied): 14",
+        "stop: final",
+        "model calls 3",
+        "corrections 1 (1 corrected)",
+    ] {
+        assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
+    }
+}
+
+#[test]
+fn the_example_replay_repairs_and_corrects() {
+    let path = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../examples/replays/correction.jsonl"
+    );
+    let out = corrigible(&[
+        "run",
+        "--model",
+        &format!("replay:{path}"),
+        "--json",
+        "What is 2*(3+4)?",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["final_summary"], "2*(3+4) = 14");
+    let kinds: Vec<&str> = report["repairs"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|r| r["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(kinds, ["code_fence", "trailing_comma"]);
+    assert_eq!(report["repairs"][0]["stage"], "step_2");
+}
+
+#[test]
+fn a_transport_error_exits_3_with_a_json_error() {
+    let file = replay(&[r#"{"transport_error": "connection refused"}"#]);
+    let out = corrigible(&["run", "--model", &spec(&file), "--json", "hi"]);
+    assert_eq!(out.status.code(), Some(3));
+    let body: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(body["error"]["kind"], "transport");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("connection refused")
+    );
+}
+
+#[test]
+fn an_exhausted_replay_is_a_transport_error() {
+    let file = replay(&[BAD_FIELD]);
+    let out = corrigible(&["run", "--model", &spec(&file), "hi"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("replay exhausted"));
+}
+
+#[test]
+fn usage_errors_exit_2() {
+    let file = replay(&[FINAL]);
+    for args in [
+        vec!["run", "--model", "nonsense:x", "hi"],
+        vec![
+            "run",
+            "--model",
+            spec(&file).leak(),
+            "--tools",
+            "calculator,teleport",
+            "hi",
+        ],
+        vec![
+            "run",
+            "--model",
+            spec(&file).leak(),
+            "--protocol",
+            "xml",
+            "hi",
+        ],
+        vec!["run", "--model", "replay:/definitely/not/here.jsonl", "hi"],
+        vec!["run", "--max-actions", "-1", "hi"],
+    ] {
+        let out = corrigible(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(2),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(!out.stderr.is_empty());
+    }
+}
+
+#[test]
+fn a_missing_embedded_model_names_the_fetch_command() {
+    let out = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(["run", "What is 17 * 23?"])
+        .env("CORRIGIBLE_MODEL", "/nonexistent/model.gguf")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("scripts/fetch-model"), "{err}");
+    assert!(!err.contains("panicked"), "{err}");
+}
+
+#[test]
+fn bounds_flags_reach_the_engine() {
+    let file = replay(&[r#"{"text": "nope"}"#, r#"{"text": "nope"}"#, FINAL]);
+    let out = corrigible(&[
+        "run",
+        "--model",
+        &spec(&file),
+        "--json",
+        "--max-corrections",
+        "1",
+        "hi",
+    ]);
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["stop_reason"], "corrections_exhausted");
+    assert_eq!(report["missing"], "valid decision");
+    assert_eq!(report["usage"]["model_calls"], 2);
+}
+
+#[test]
+fn the_transcript_has_one_line_per_model_call() {
+    let file = replay(&[BAD_FIELD, GOOD_CALL, FINAL]);
+    let transcript = tempfile::NamedTempFile::new().unwrap();
+    let out = corrigible(&[
+        "run",
+        "--model",
+        &spec(&file),
+        "--json",
+        "--transcript",
+        transcript.path().to_str().unwrap(),
+        "What is 2*(3+4)?",
+    ]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = std::fs::read_to_string(transcript.path()).unwrap();
+    let lines: Vec<Value> = text
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 3);
+    assert_eq!(lines[1]["stage"], "step_1_correction_1");
+    let messages = lines[1]["request"]["messages"].as_array().unwrap();
+    assert!(
+        messages.last().unwrap()["content"]
+            .as_str()
+            .unwrap()
+            .contains("<request>What is 2*(3+4)?</request>")
+    );
+    assert!(
+        lines[0]["request"]["tools"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .any(|t| t["name"] == "calculator")
+    );
+    assert!(
+        lines[2]["reply"]["text"]
+            .as_str()
+            .unwrap()
+            .contains("final")
+    );
+}
