@@ -48,6 +48,9 @@ pub struct ModelArgs {
     /// Base URL of the provider (OpenAI-compatible: up to and including `/v1`; Gemini and Anthropic: the host root).
     #[arg(long)]
     pub base_url: Option<String>,
+    /// API key of the provider (default: OPENAI_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY, ANTHROPIC_API_KEY).
+    #[arg(long, hide_env_values = true)]
+    pub api_key: Option<String>,
     /// Decision protocol: `json` (a JSON decision in the text) or `native` (the provider's tool calling).
     #[arg(long)]
     pub protocol: Option<String>,

@@ -77,6 +77,7 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
         other => {
             let options = ProviderOptions {
                 base_url: args.base_url.clone(),
+                api_key: args.api_key.clone().map(corrigible_models::ApiKey::new),
                 ..Default::default()
             };
             corrigible_models::build(other, options)?
