@@ -15,7 +15,7 @@ pub enum Sampler {
         /// Nucleus mass in (0, 1].
         top_p: f64,
         /// The generator, seeded per call.
-        rng: StdRng,
+        rng: Box<StdRng>,
     },
 }
 
@@ -26,7 +26,7 @@ impl Sampler {
             Some(t) if t > 0.0 => Sampler::Random {
                 temperature: t,
                 top_p: top_p.unwrap_or(1.0),
-                rng: StdRng::seed_from_u64(seed),
+                rng: Box::new(StdRng::seed_from_u64(seed)),
             },
             _ => Sampler::Greedy,
         }

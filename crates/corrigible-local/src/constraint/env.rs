@@ -18,7 +18,7 @@ pub struct GuidanceEnv {
 
 impl GuidanceEnv {
     /// Builds the trie; `n_vocab` is the width of the model's logits.
-    pub fn new(tokenizer: &Tokenizer, n_vocab: usize) -> Result<TokEnv, LocalError> {
+    pub fn build(tokenizer: &Tokenizer, n_vocab: usize) -> Result<TokEnv, LocalError> {
         let json: serde_json::Value = serde_json::from_str(&tokenizer.to_json()?)
             .map_err(|e| LocalError::Tokenizer(e.to_string()))?;
         let mut words = llguidance::token_bytes_from_tokenizer_json(&json)

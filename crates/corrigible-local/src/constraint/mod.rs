@@ -35,7 +35,7 @@ fn constraint_error(e: impl std::fmt::Display) -> LocalError {
 impl Guide {
     /// Builds the parser factory for `tokenizer` and logits of width `n_vocab` (~100 ms).
     pub fn new(tokenizer: &Tokenizer, n_vocab: usize) -> Result<Self, LocalError> {
-        let env = env::GuidanceEnv::new(tokenizer, n_vocab)?;
+        let env = env::GuidanceEnv::build(tokenizer, n_vocab)?;
         let mut factory = ParserFactory::new_simple(&env).map_err(constraint_error)?;
         factory.quiet();
         Ok(Self {

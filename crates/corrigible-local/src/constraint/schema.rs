@@ -6,10 +6,24 @@ use serde_json::{Value, json};
 
 use crate::config::Constrain;
 
+/// Longest `reason` the decoder allows, in characters.
+pub const MAX_REASON_CHARS: u64 = 160;
+
+/// Longest `final_summary` the decoder allows, in characters.
+pub const MAX_SUMMARY_CHARS: u64 = 480;
+
+/// Longest string inside a tool input that declares no bound of its own.
+pub const MAX_INPUT_STRING_CHARS: u64 = 120;
+
+/// Most properties of an envelope-mode `tool_input`.
+pub const MAX_ENVELOPE_PROPERTIES: u64 = 6;
+
 /// The decision schema for `tools` under `mode`, or `None` when decoding is free.
 ///
-/// Whitespace is not flexible (a small model keeps objects open with it), and every object
-/// schema that lists properties but says nothing of others is closed.
+/// It is held tighter than the engine's schema so that a small model finishes its decision
+/// within the token bound: whitespace is not flexible (the model keeps objects open with it),
+/// every object schema that lists properties but says nothing of others is closed, free
+/// strings have a maximum length, and the envelope's `tool_input` is a small flat object.
 pub fn constraint_schema(tools: &[ToolSpec], mode: Constrain) -> Option<Value> {
     let schema_mode = match mode {
         Constrain::Off => return None,
@@ -17,7 +31,11 @@ pub fn constraint_schema(tools: &[ToolSpec], mode: Constrain) -> Option<Value> {
         Constrain::Schema => SchemaMode::Full,
     };
     let mut schema = decision_schema(tools, schema_mode);
-    close_objects(&mut schema);
+    if let Some(branches) = schema.get_mut("anyOf").and_then(Value::as_array_mut) {
+        for branch in branches {
+            tighten_branch(branch, mode);
+        }
+    }
     if let Some(obj) = schema.as_object_mut() {
         obj.insert(
             "x-guidance".to_string(),
@@ -25,6 +43,58 @@ pub fn constraint_schema(tools: &[ToolSpec], mode: Constrain) -> Option<Value> {
         );
     }
     Some(schema)
+}
+
+fn tighten_branch(branch: &mut Value, mode: Constrain) {
+    let Some(props) = branch.get_mut("properties").and_then(Value::as_object_mut) else {
+        return;
+    };
+    if let Some(reason) = props.get_mut("reason") {
+        reason["maxLength"] = json!(MAX_REASON_CHARS);
+    }
+    if let Some(summary) = props.get_mut("final_summary") {
+        summary["maxLength"] = json!(MAX_SUMMARY_CHARS);
+    }
+    if let Some(input) = props.get_mut("tool_input") {
+        if mode == Constrain::Envelope {
+            *input = json!({
+                "type": "object",
+                "maxProperties": MAX_ENVELOPE_PROPERTIES,
+                "additionalProperties": {
+                    "anyOf": [
+                        {"type": "string", "maxLength": MAX_INPUT_STRING_CHARS},
+                        {"type": "number"},
+                        {"type": "boolean"}
+                    ]
+                }
+            });
+        } else {
+            close_objects(input);
+            bound_strings(input);
+        }
+    }
+}
+
+/// Gives every string schema without a length bound, pattern or fixed values a maximum length.
+fn bound_strings(schema: &mut Value) {
+    match schema {
+        Value::Object(map) => {
+            let is_string = map.get("type").and_then(Value::as_str) == Some("string");
+            let fixed = ["maxLength", "pattern", "enum", "const", "format"]
+                .iter()
+                .any(|k| map.contains_key(*k));
+            if is_string && !fixed {
+                map.insert("maxLength".to_string(), json!(MAX_INPUT_STRING_CHARS));
+            }
+            for (key, value) in map.iter_mut() {
+                if !matches!(key.as_str(), "const" | "enum" | "default" | "examples") {
+                    bound_strings(value);
+                }
+            }
+        }
+        Value::Array(items) => items.iter_mut().for_each(bound_strings),
+        _ => {}
+    }
 }
 
 /// Adds `additionalProperties: false` to every object schema with `properties` and no word
@@ -80,10 +150,25 @@ mod tests {
     }
 
     #[test]
-    fn envelope_leaves_tool_input_open() {
+    fn envelope_keeps_tool_input_free_but_flat() {
         let s = constraint_schema(&[calculator()], Constrain::Envelope).expect("schema");
         let input = &s["anyOf"][0]["properties"]["tool_input"];
-        assert_eq!(input, &json!({"type": "object"}));
+        assert_eq!(input["type"], json!("object"));
+        assert!(input.get("properties").is_none());
+        assert_eq!(input["maxProperties"], json!(MAX_ENVELOPE_PROPERTIES));
+    }
+
+    #[test]
+    fn free_strings_get_a_length_bound() {
+        let s = constraint_schema(&[calculator()], Constrain::Schema).expect("schema");
+        let action = &s["anyOf"][0]["properties"];
+        assert_eq!(action["reason"]["maxLength"], json!(MAX_REASON_CHARS));
+        assert_eq!(
+            action["tool_input"]["properties"]["expression"]["maxLength"],
+            json!(MAX_INPUT_STRING_CHARS)
+        );
+        let fin = &s["anyOf"][1]["properties"];
+        assert_eq!(fin["final_summary"]["maxLength"], json!(MAX_SUMMARY_CHARS));
     }
 
     #[test]
