@@ -1,0 +1,266 @@
+//! The SQLite run store: WAL journal, embedded migrations, one pool.
+
+use std::str::FromStr;
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
+use sqlx::{Row, SqlitePool};
+
+use super::{NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoredEvent};
+
+/// Columns of a run summary, in the order [`summary`] reads them.
+const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, model, protocol, \
+     satisfied, stop_reason, corrections, tool_calls, model_calls, input_tokens, output_tokens, \
+     duration_ms, error_kind, error";
+
+/// A [`RunStore`] in a SQLite database.
+#[derive(Debug, Clone)]
+pub struct SqliteStore {
+    pool: SqlitePool,
+}
+
+impl SqliteStore {
+    /// Opens (creating when missing) the database at `url`, a `sqlite:` URL or a file path,
+    /// in WAL mode, and applies the embedded migrations.
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let memory = url.contains(":memory:") || url.contains("mode=memory");
+        let options = if url.starts_with("sqlite:") {
+            SqliteConnectOptions::from_str(url)?
+        } else {
+            SqliteConnectOptions::new().filename(url)
+        };
+        let mut options = options
+            .create_if_missing(true)
+            .foreign_keys(true)
+            .busy_timeout(Duration::from_secs(10))
+            .synchronous(SqliteSynchronous::Normal);
+        if !memory {
+            options = options.journal_mode(SqliteJournalMode::Wal);
+        }
+        // An in-memory database lives in one connection: keep exactly that one.
+        let pool = if memory {
+            SqlitePoolOptions::new()
+                .max_connections(1)
+                .min_connections(1)
+                .idle_timeout(None)
+                .max_lifetime(None)
+        } else {
+            SqlitePoolOptions::new().max_connections(8)
+        }
+        .connect_with(options)
+        .await?;
+        sqlx::migrate!("./migrations").run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// Closes every connection (checkpointing the WAL).
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+}
+
+fn summary(row: &sqlx::sqlite::SqliteRow) -> Result<RunSummary, StoreError> {
+    let status: String = row.try_get("status")?;
+    let status = RunStatus::parse(&status)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown run status `{status}`")))?;
+    let satisfied: Option<i64> = row.try_get("satisfied")?;
+    let count = |name: &str| -> Result<u32, StoreError> {
+        let value: i64 = row.try_get(name)?;
+        Ok(u32::try_from(value).unwrap_or(u32::MAX))
+    };
+    let tokens = |name: &str| -> Result<u64, StoreError> {
+        let value: i64 = row.try_get(name)?;
+        Ok(u64::try_from(value).unwrap_or(0))
+    };
+    Ok(RunSummary {
+        id: row.try_get("id")?,
+        status,
+        created_at: row.try_get("created_at")?,
+        finished_at: row.try_get("finished_at")?,
+        prompt: row.try_get("prompt")?,
+        model: row.try_get("model")?,
+        protocol: row.try_get("protocol")?,
+        satisfied: satisfied.map(|s| s != 0),
+        stop_reason: row.try_get("stop_reason")?,
+        corrections: count("corrections")?,
+        tool_calls: count("tool_calls")?,
+        model_calls: count("model_calls")?,
+        input_tokens: tokens("input_tokens")?,
+        output_tokens: tokens("output_tokens")?,
+        duration_ms: row.try_get("duration_ms")?,
+        error_kind: row.try_get("error_kind")?,
+        error: row.try_get("error")?,
+    })
+}
+
+/// SQLite integers are signed: saturate large counters instead of wrapping.
+fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+#[async_trait]
+impl RunStore for SqliteStore {
+    async fn insert_run(&self, run: &NewRun) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO runs (id, created_at, status, prompt, model, protocol) \
+             VALUES (?, ?, 'running', ?, ?, ?)",
+        )
+        .bind(&run.id)
+        .bind(run.created_at)
+        .bind(&run.prompt)
+        .bind(&run.model)
+        .bind(&run.protocol)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn append_events(&self, events: &[StoredEvent]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let mut tx = self.pool.begin().await?;
+        for event in events {
+            sqlx::query(
+                "INSERT OR IGNORE INTO events (run_id, seq, kind, at, data) VALUES (?, ?, ?, ?, ?)",
+            )
+            .bind(&event.run_id)
+            .bind(int(event.seq))
+            .bind(&event.kind)
+            .bind(event.at)
+            .bind(&event.data)
+            .execute(&mut *tx)
+            .await?;
+        }
+        tx.commit().await?;
+        Ok(())
+    }
+
+    async fn end_run(
+        &self,
+        run_id: &str,
+        end: &RunEnd,
+        finished_at: i64,
+    ) -> Result<(), StoreError> {
+        let query = match end {
+            RunEnd::Finished(report) => {
+                let json = serde_json::to_string(report)
+                    .map_err(|e| StoreError::Corrupt(format!("report: {e}")))?;
+                let usage = report.usage;
+                sqlx::query(
+                    "UPDATE runs SET status = 'finished', finished_at = ?, satisfied = ?, \
+                     stop_reason = ?, corrections = ?, tool_calls = ?, model_calls = ?, \
+                     input_tokens = ?, output_tokens = ?, duration_ms = ?, report = ? \
+                     WHERE id = ?",
+                )
+                .bind(finished_at)
+                .bind(report.satisfied)
+                .bind(report.stop_reason.as_str())
+                .bind(i64::from(usage.corrections))
+                .bind(i64::from(usage.tool_calls))
+                .bind(i64::from(usage.model_calls))
+                .bind(int(usage.input_tokens))
+                .bind(int(usage.output_tokens))
+                .bind(report.duration_ms)
+                .bind(json)
+            }
+            RunEnd::Failed { kind, error } => sqlx::query(
+                "UPDATE runs SET status = 'failed', finished_at = ?, error_kind = ?, error = ?, \
+                 duration_ms = (? - created_at) WHERE id = ?",
+            )
+            .bind(finished_at)
+            .bind(kind)
+            .bind(error)
+            .bind(finished_at),
+            RunEnd::Interrupted => sqlx::query(
+                "UPDATE runs SET status = 'interrupted', finished_at = ?, \
+                 duration_ms = (? - created_at) WHERE id = ? AND status = 'running'",
+            )
+            .bind(finished_at)
+            .bind(finished_at),
+        };
+        query.bind(run_id).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn interrupt_in_flight(&self) -> Result<u64, StoreError> {
+        let result = sqlx::query(
+            "UPDATE runs SET status = 'interrupted', \
+             finished_at = COALESCE((SELECT MAX(at) FROM events WHERE events.run_id = runs.id), \
+             created_at) WHERE status = 'running'",
+        )
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected())
+    }
+
+    async fn list_runs(
+        &self,
+        limit: u32,
+        before: Option<&str>,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        let rows = match before {
+            Some(before) => {
+                sqlx::query(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?"
+                ))
+                .bind(before)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?
+            }
+            None => {
+                sqlx::query(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM runs ORDER BY id DESC LIMIT ?"
+                ))
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?
+            }
+        };
+        rows.iter().map(summary).collect()
+    }
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {SUMMARY_COLUMNS}, report FROM runs WHERE id = ?"
+        ))
+        .bind(run_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let report: Option<String> = row.try_get("report")?;
+        let report = report
+            .map(|json| serde_json::from_str(&json))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("report of run {run_id}: {e}")))?;
+        Ok(Some(RunRecord {
+            summary: summary(&row)?,
+            report,
+        }))
+    }
+
+    async fn events(&self, run_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT run_id, seq, kind, at, data FROM events WHERE run_id = ? AND seq > ? \
+             ORDER BY seq",
+        )
+        .bind(run_id)
+        .bind(int(after))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.try_get("seq")?;
+                Ok(StoredEvent {
+                    run_id: row.try_get("run_id")?,
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    kind: row.try_get("kind")?,
+                    at: row.try_get("at")?,
+                    data: row.try_get("data")?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,178 @@
+//! The run store: events survive a restart, and runs a crash left in flight are marked
+//! `interrupted` at the next start.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{Options, TWO_CORRECTIONS, TestServer, read_sse, slow};
+use corrigible_server::open_store;
+use corrigible_server::store::{NewRun, RunStatus, StoredEvent, now_ms};
+use reqwest::StatusCode;
+use serde_json::{Value, json};
+
+#[tokio::test]
+async fn a_runs_events_survive_a_restart() {
+    let mut first = TestServer::start(Options::replay(TWO_CORRECTIONS)).await;
+    let report: Value = first
+        .post_run(&json!({"prompt": "2*(3+4)?"}))
+        .await
+        .json()
+        .await
+        .unwrap();
+    let run_id = report["run_id"].as_str().unwrap().to_string();
+    let db = first.db.clone();
+    let _dir = first.take_dir();
+    first.stop().await;
+
+    // A new process on the same database file.
+    let mut options = Options::replay(TWO_CORRECTIONS);
+    options.db = Some(db.clone());
+    let second = TestServer::start(options).await;
+    let stored: Value = second
+        .client
+        .get(second.url(&format!("/v1/runs/{run_id}")))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(stored["status"], "finished");
+    assert_eq!(stored["report"], report);
+    let events = read_sse(
+        second
+            .client
+            .get(second.url(&format!("/v1/runs/{run_id}/events")))
+            .send()
+            .await
+            .unwrap(),
+    )
+    .await;
+    let rejections: Vec<&Value> = events
+        .iter()
+        .filter(|e| e.event == "rejection")
+        .map(|e| &e.data["record"]["category"])
+        .collect();
+    assert_eq!(rejections, [&json!("invalid_json"), &json!("unknown_tool")]);
+    assert_eq!(events.len(), 14);
+    second.stop().await;
+}
+
+#[tokio::test]
+async fn an_in_flight_run_is_marked_interrupted_after_a_crash() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("crash.db").display().to_string();
+    {
+        let store = open_store(&db).await.unwrap();
+        store
+            .insert_run(&NewRun {
+                id: "run-a".into(),
+                created_at: now_ms(),
+                prompt: "half done".into(),
+                model: "replay".into(),
+                protocol: "json".into(),
+            })
+            .await
+            .unwrap();
+        store
+            .append_events(&[StoredEvent {
+                run_id: "run-a".into(),
+                seq: 1,
+                kind: "run_started".into(),
+                at: now_ms(),
+                data: r#"{"type":"run_started"}"#.into(),
+            }])
+            .await
+            .unwrap();
+        // The process dies here: no ending is written.
+    }
+    let store = open_store(&db).await.unwrap();
+    let record = store.get_run("run-a").await.unwrap().unwrap();
+    assert_eq!(record.summary.status, RunStatus::Running);
+    assert_eq!(store.interrupt_in_flight().await.unwrap(), 1);
+    let record = store.get_run("run-a").await.unwrap().unwrap();
+    assert_eq!(record.summary.status, RunStatus::Interrupted);
+    assert!(record.summary.finished_at.is_some());
+    assert_eq!(store.events("run-a", 0).await.unwrap().len(), 1);
+    assert_eq!(store.interrupt_in_flight().await.unwrap(), 0);
+}
+
+/// A server whose runtime dies mid-run (as in a crash: no shutdown, tasks dropped), then a
+/// new server on the same database.
+#[test]
+fn a_server_crash_mid_run_leaves_an_interrupted_run_with_its_events() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("crash.db").display().to_string();
+
+    let crashing = tokio::runtime::Runtime::new().unwrap();
+    let run_id = crashing.block_on(async {
+        let mut options = Options::replay(&slow(60_000));
+        options.db = Some(db.clone());
+        let server = TestServer::start(options).await;
+        let started = server
+            .client
+            .post(server.url("/v1/runs"))
+            .header("prefer", "respond-async")
+            .json(&json!({"prompt": "never finishes"}))
+            .send()
+            .await
+            .unwrap();
+        assert_eq!(started.status(), StatusCode::ACCEPTED);
+        let run_id: Value = started.json().await.unwrap();
+        let run_id = run_id["run_id"].as_str().unwrap().to_string();
+        // Wait until the decision to call the slow tool is stored.
+        let store = server.state.store().clone();
+        for _ in 0..500 {
+            let events = store.events(&run_id, 0).await.unwrap();
+            if events.iter().any(|e| e.kind == "decision") {
+                break;
+            }
+            tokio::time::sleep(Duration::from_millis(10)).await;
+        }
+        std::mem::forget(server);
+        run_id
+    });
+    crashing.shutdown_background();
+
+    let restarted = tokio::runtime::Runtime::new().unwrap();
+    restarted.block_on(async {
+        let mut options = Options::replay(&slow(1));
+        options.db = Some(db.clone());
+        let server = TestServer::start(options).await;
+        let stored: Value = server
+            .client
+            .get(server.url(&format!("/v1/runs/{run_id}")))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        assert_eq!(stored["status"], "interrupted");
+        let events = read_sse(
+            server
+                .client
+                .get(server.url(&format!("/v1/runs/{run_id}/events")))
+                .send()
+                .await
+                .unwrap(),
+        )
+        .await;
+        let kinds: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+        assert_eq!(kinds, ["run_started", "model_call", "decision", "end"]);
+        assert_eq!(
+            events.last().unwrap().data,
+            json!({"status": "interrupted"})
+        );
+        server.stop().await;
+    });
+}
+
+#[tokio::test]
+async fn an_in_memory_store_works_and_postgres_is_refused_clearly() {
+    let store = open_store("sqlite::memory:").await.unwrap();
+    assert!(store.list_runs(10, None).await.unwrap().is_empty());
+    let error = open_store("postgres://localhost/runs").await.err().unwrap();
+    assert!(error.to_string().contains("postgres"), "{error}");
+}
