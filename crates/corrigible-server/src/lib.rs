@@ -1,1 +1,54 @@
-//! placeholder
+//! corrigible-server: the HTTP API, the run store and the dashboard.
+//!
+//! - [`AppState`] holds an [`Agent`](corrigible::Agent) (tools, policy, protocol, breakers
+//!   shared by all runs), a [`ModelFactory`] called once per run, and a [`RunStore`].
+//! - [`router`] is the API (`POST /v1/runs`, `GET /v1/runs`, `GET /v1/runs/{id}`,
+//!   `GET /v1/runs/{id}/events`), `/healthz`, `/metrics`, `/openapi.json` and the dashboard
+//!   at `/`; [`serve`] binds it and shuts down gracefully on SIGTERM/SIGINT.
+//! - [`open_store`] opens the SQLite store (WAL, embedded migrations) behind the
+//!   [`RunStore`] trait. A run is stored when it starts, its events as they happen, its report
+//!   when it ends.
+//!
+//! ```no_run
+//! # async fn demo(agent: corrigible::Agent) -> Result<(), Box<dyn std::error::Error>> {
+//! use std::sync::Arc;
+//! use corrigible_server::{AppState, ServerConfig, open_store, replay_factory, serve};
+//!
+//! let config = ServerConfig { addr: "127.0.0.1:8080".into(), ..ServerConfig::default() };
+//! let store = open_store(&config.db).await?;
+//! let replay = corrigible_models::ReplayModel::from_file("demo.jsonl")?;
+//! let state = AppState::new(Arc::new(agent), replay_factory(replay), store, &config);
+//! serve(config, state).await?;
+//! # Ok(()) }
+//! ```
+#![forbid(unsafe_code)]
+#![deny(missing_docs)]
+
+mod auth;
+mod body;
+mod config;
+mod dashboard;
+pub mod errors;
+pub mod metrics;
+mod models;
+mod request;
+mod routes;
+mod runner;
+mod server;
+mod state;
+pub mod store;
+
+pub use config::{
+    DEFAULT_ADDR, DEFAULT_BODY_LIMIT, DEFAULT_DB, DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
+    DEFAULT_SHUTDOWN_DEADLINE, ServerConfig,
+};
+pub use errors::ApiError;
+pub use models::{LimitedModel, ModelFactory, factory_for_spec, replay_factory, shared_factory};
+pub use request::{RunLimits, RunPlan, RunRequest};
+pub use routes::router;
+pub use server::{ServerError, serve, serve_listener, serve_until, shutdown_signal};
+pub use state::AppState;
+pub use store::{RunStore, StoreError, open_store};
+
+/// The OpenAPI document served at `/openapi.json`.
+pub const OPENAPI_JSON: &str = include_str!("openapi.json");

@@ -1,0 +1,34 @@
+//! Reading a request body under the size limit.
+
+use axum::body::Body;
+use axum::http::{HeaderMap, header};
+use futures_util::StreamExt;
+
+use crate::errors::{ApiError, BadRequest, PayloadTooLarge};
+
+/// The whole body, or 413 as soon as it is known to exceed `limit` bytes (from its
+/// `Content-Length`, or while reading).
+pub(crate) async fn read_limited(
+    headers: &HeaderMap,
+    body: Body,
+    limit: usize,
+) -> Result<Vec<u8>, ApiError> {
+    let declared = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<u64>().ok());
+    if declared.is_some_and(|len| len > limit as u64) {
+        return Err(PayloadTooLarge { limit }.into());
+    }
+    let mut bytes = Vec::with_capacity(declared.map_or(0, |n| n as usize));
+    let mut stream = body.into_data_stream();
+    while let Some(chunk) = stream.next().await {
+        let chunk =
+            chunk.map_err(|e| BadRequest::new("body", format!("could not read the body: {e}")))?;
+        if bytes.len() + chunk.len() > limit {
+            return Err(PayloadTooLarge { limit }.into());
+        }
+        bytes.extend_from_slice(&chunk);
+    }
+    Ok(bytes)
+}

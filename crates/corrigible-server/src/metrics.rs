@@ -1,0 +1,145 @@
+//! Prometheus metrics: runs by outcome, corrections by category, tool calls by tool and
+//! outcome, breaker state per tool, model-call latency.
+//!
+//! Each server has its own recorder (no global state), so several servers can live in one
+//! process (tests do).
+
+use std::sync::Arc;
+
+use corrigible::TraceEvent;
+use corrigible::policy::BreakerState;
+use metrics::{
+    Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
+};
+use metrics_exporter_prometheus::{
+    Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
+};
+
+/// Runs by outcome (`satisfied`, `unsatisfied`, `failed`, `interrupted`) and stop reason.
+pub const RUNS: &str = "corrigible_runs_total";
+/// Runs executing now.
+pub const RUNS_IN_FLIGHT: &str = "corrigible_runs_in_flight";
+/// Corrections by category.
+pub const CORRECTIONS: &str = "corrigible_corrections_total";
+/// Tool calls by tool and outcome.
+pub const TOOL_CALLS: &str = "corrigible_tool_calls_total";
+/// Breaker state per tool: 0 closed, 1 half-open, 2 open.
+pub const BREAKER_STATE: &str = "corrigible_breaker_state";
+/// Model-call latency.
+pub const MODEL_CALL_SECONDS: &str = "corrigible_model_call_duration_seconds";
+
+const LATENCY_BUCKETS: [f64; 14] = [
+    0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
+];
+
+/// How a run ended, for [`RUNS`].
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RunOutcome<'a> {
+    /// Finished, satisfied, with this stop reason.
+    Satisfied(&'a str),
+    /// Finished, unsatisfied, with this stop reason.
+    Unsatisfied(&'a str),
+    /// Failed with this kind of error (`transport`, `model`, `internal`).
+    Failed(&'a str),
+    /// Interrupted by a shutdown.
+    Interrupted,
+}
+
+/// The server's metrics recorder.
+#[derive(Clone)]
+pub struct Metrics {
+    recorder: Arc<PrometheusRecorder>,
+    handle: PrometheusHandle,
+}
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// A fresh recorder with the model-latency histogram's buckets.
+    pub fn new() -> Self {
+        let builder = PrometheusBuilder::new();
+        let builder = builder
+            .set_buckets_for_metric(Matcher::Full(MODEL_CALL_SECONDS.into()), &LATENCY_BUCKETS)
+            .unwrap_or_else(|_| PrometheusBuilder::new());
+        let recorder = builder.build_recorder();
+        let handle = recorder.handle();
+        let metrics = Self {
+            recorder: Arc::new(recorder),
+            handle,
+        };
+        metrics.with(|| {
+            describe_counter!(RUNS, "Runs by outcome and stop reason.");
+            describe_gauge!(RUNS_IN_FLIGHT, "Runs executing now.");
+            describe_counter!(
+                CORRECTIONS,
+                "Rejections sent back to the model, by category."
+            );
+            describe_counter!(TOOL_CALLS, "Tool actions by tool and outcome.");
+            describe_gauge!(
+                BREAKER_STATE,
+                "Circuit breaker state per tool: 0 closed, 1 half-open, 2 open."
+            );
+            describe_histogram!(MODEL_CALL_SECONDS, Unit::Seconds, "Model-call latency.");
+        });
+        metrics
+    }
+
+    fn with<T>(&self, f: impl FnOnce() -> T) -> T {
+        metrics::with_local_recorder(self.recorder.as_ref(), f)
+    }
+
+    /// Counts what a trace event says.
+    pub fn event(&self, event: &TraceEvent) {
+        self.with(|| match event {
+            TraceEvent::ModelCall { record } => {
+                histogram!(MODEL_CALL_SECONDS).record(record.latency_ms / 1000.0);
+            }
+            TraceEvent::Rejection { record, .. } => {
+                counter!(CORRECTIONS, "category" => record.category.as_str()).increment(1);
+            }
+            TraceEvent::ToolCall { record } => {
+                counter!(TOOL_CALLS, "tool" => record.tool.clone(), "outcome" => record.outcome.as_str())
+                    .increment(1);
+            }
+            _ => {}
+        });
+    }
+
+    /// A run started.
+    pub fn run_started(&self) {
+        self.with(|| gauge!(RUNS_IN_FLIGHT).increment(1.0));
+    }
+
+    /// A run ended.
+    pub fn run_ended(&self, outcome: RunOutcome<'_>) {
+        let (label, reason) = match outcome {
+            RunOutcome::Satisfied(reason) => ("satisfied", reason),
+            RunOutcome::Unsatisfied(reason) => ("unsatisfied", reason),
+            RunOutcome::Failed(kind) => ("failed", kind),
+            RunOutcome::Interrupted => ("interrupted", "interrupted"),
+        };
+        self.with(|| {
+            gauge!(RUNS_IN_FLIGHT).decrement(1.0);
+            counter!(RUNS, "outcome" => label, "stop_reason" => reason.to_string()).increment(1);
+        });
+    }
+
+    /// The metrics in Prometheus text format, with the breakers' current states.
+    pub fn render(&self, breakers: &[(String, BreakerState)]) -> String {
+        self.with(|| {
+            for (tool, state) in breakers {
+                let value = match state {
+                    BreakerState::Closed => 0.0,
+                    BreakerState::HalfOpen => 1.0,
+                    BreakerState::Open => 2.0,
+                };
+                gauge!(BREAKER_STATE, "tool" => tool.clone()).set(value);
+            }
+        });
+        self.handle.render()
+    }
+}

@@ -1,0 +1,81 @@
+//! The state shared by every route.
+
+use std::sync::Arc;
+
+use corrigible::Agent;
+
+use crate::config::ServerConfig;
+use crate::metrics::Metrics;
+use crate::models::ModelFactory;
+use crate::runner::Runner;
+use crate::store::RunStore;
+
+/// Everything the routes share: the agent (tools, policy, protocol, shared breakers), the
+/// model factory, the store, the metrics and the request settings. Cheap to clone.
+#[derive(Clone)]
+pub struct AppState {
+    pub(crate) runner: Arc<Runner>,
+    pub(crate) metrics: Metrics,
+    pub(crate) api_key: Option<Arc<str>>,
+    pub(crate) body_limit: usize,
+    pub(crate) model_name: Arc<str>,
+}
+
+impl AppState {
+    /// Builds the state. `models` is called once per run (so `replay:FILE` restarts for every
+    /// run); `config` gives the API key, the body limit and the model-call limit. Starts the
+    /// store writer task, so it must be called inside a Tokio runtime.
+    pub fn new(
+        agent: Arc<Agent>,
+        models: ModelFactory,
+        store: Arc<dyn RunStore>,
+        config: &ServerConfig,
+    ) -> Self {
+        let metrics = Metrics::new();
+        let model_name: Arc<str> = models().name().into();
+        let runner = Runner::new(
+            agent,
+            models,
+            store,
+            config.max_concurrent_model_calls,
+            metrics.clone(),
+        );
+        Self {
+            runner: Arc::new(runner),
+            metrics,
+            api_key: config
+                .api_key
+                .as_deref()
+                .filter(|k| !k.is_empty())
+                .map(Arc::from),
+            body_limit: config.body_limit,
+            model_name,
+        }
+    }
+
+    /// The agent.
+    pub fn agent(&self) -> &Arc<Agent> {
+        self.runner.agent()
+    }
+
+    /// The run store.
+    pub fn store(&self) -> &Arc<dyn RunStore> {
+        self.runner.store()
+    }
+
+    /// Runs executing now.
+    pub fn runs_in_flight(&self) -> usize {
+        self.runner.in_flight()
+    }
+
+    /// Whether the server is shutting down (new runs get 503).
+    pub fn is_shutting_down(&self) -> bool {
+        self.runner.is_shutting_down()
+    }
+
+    /// Stops accepting runs, lets those in flight finish up to `deadline`, then interrupts the
+    /// rest (stored as `interrupted`). [`serve`](crate::serve) calls it on SIGTERM/SIGINT.
+    pub async fn shutdown(&self, deadline: std::time::Duration) {
+        self.runner.shutdown(deadline).await;
+    }
+}
