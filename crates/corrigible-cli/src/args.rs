@@ -18,6 +18,8 @@ pub struct Cli {
 pub enum Command {
     /// Run one agent task and show its trace.
     Run(RunArgs),
+    /// Serve the HTTP API and the dashboard.
+    Serve(ServeArgs),
     /// Check or show a configuration file (`corrigible.toml`).
     #[command(subcommand)]
     Config(ConfigCommand),
@@ -49,8 +51,8 @@ pub struct ModelArgs {
     #[arg(long)]
     pub base_url: Option<String>,
     /// API key of the provider (default: OPENAI_API_KEY, GEMINI_API_KEY or GOOGLE_API_KEY, ANTHROPIC_API_KEY).
-    #[arg(long, hide_env_values = true)]
-    pub api_key: Option<String>,
+    #[arg(long)]
+    pub provider_key: Option<String>,
     /// Decision protocol: `json` (a JSON decision in the text) or `native` (the provider's tool calling).
     #[arg(long)]
     pub protocol: Option<String>,
@@ -131,4 +133,33 @@ pub struct RunArgs {
     /// Append each model call's exact request and reply to this JSONL file.
     #[arg(long)]
     pub transcript: Option<PathBuf>,
+}
+
+/// `corrigible serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// Address to listen on.
+    #[arg(long, default_value = corrigible_server::DEFAULT_ADDR)]
+    pub addr: String,
+    /// The run store: a SQLite file path or a `sqlite:` URL.
+    #[arg(long, default_value = corrigible_server::DEFAULT_DB)]
+    pub db: String,
+    /// Require `Authorization: Bearer KEY` on the API.
+    #[arg(long, env = "CORRIGIBLE_API_KEY", hide_env_values = true)]
+    pub api_key: Option<String>,
+    /// Model calls in flight at once over all runs.
+    #[arg(long, default_value_t = corrigible_server::DEFAULT_MAX_CONCURRENT_MODEL_CALLS)]
+    pub max_concurrent_model_calls: usize,
+    /// Largest accepted request body, in bytes.
+    #[arg(long, default_value_t = corrigible_server::DEFAULT_BODY_LIMIT)]
+    pub body_limit: usize,
+    #[command(flatten)]
+    pub model: ModelArgs,
+    #[command(flatten)]
+    pub tools: ToolArgs,
+    #[command(flatten)]
+    pub bounds: BoundArgs,
+    /// Configuration file (default: CORRIGIBLE_CONFIG); flags override it.
+    #[arg(long)]
+    pub config: Option<PathBuf>,
 }

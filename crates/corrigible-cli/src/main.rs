@@ -14,7 +14,7 @@ use corrigible::trace::TraceSink;
 use corrigible::{Agent, RunError, RunOptions};
 use serde_json::json;
 
-use args::{Cli, Command, ConfigCommand, RunArgs};
+use args::{Cli, Command, ConfigCommand, RunArgs, ServeArgs};
 
 /// How a command failed, which decides the exit code.
 enum Failure {
@@ -50,6 +50,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run(args).await,
+            Command::Serve(args) => serve(args).await,
             Command::Config(command) => config_command(command),
         }
     });
@@ -95,23 +96,70 @@ fn config_command(command: ConfigCommand) -> Result<(), Failure> {
     Ok(())
 }
 
-async fn run(mut args: RunArgs) -> Result<(), Failure> {
-    let file = match config::locate(args.config.as_deref()) {
+/// Reads the configuration file, merges it under the flags and builds the agent.
+fn build_agent(
+    config_flag: Option<&std::path::Path>,
+    model_args: &mut args::ModelArgs,
+    tool_args: &mut args::ToolArgs,
+    bounds: &args::BoundArgs,
+) -> anyhow::Result<(Agent, setup::ModelSetup)> {
+    let file = match config::locate(config_flag) {
         Some(path) => config::load(&path)?,
         None => config::FileConfig::default(),
     };
-    setup::merge(&mut args.model, &mut args.tools, &file);
-    let model = setup::model(&args.model)?;
-    let tools = setup::tools(&args.tools)?;
-    let policy = setup::policy(file.policy()?, &args.bounds)?;
-    let mut builder = Agent::builder_shared(model.model)
+    setup::merge(model_args, tool_args, &file);
+    let model = setup::model(model_args)?;
+    let tools = setup::tools(tool_args)?;
+    let policy = setup::policy(file.policy()?, bounds)?;
+    let mut builder = Agent::builder_shared(model.model.clone())
         .tools(tools)
         .policy(policy)
         .protocol(model.protocol);
     if let Some(template) = &file.feedback.template {
         builder = builder.feedback_template(template.clone());
     }
-    let agent = builder.build().map_err(anyhow::Error::from)?;
+    Ok((builder.build()?, model))
+}
+
+async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
+    let (agent, model) = build_agent(
+        args.config.as_deref(),
+        &mut args.model,
+        &mut args.tools,
+        &args.bounds,
+    )?;
+    if args.max_concurrent_model_calls == 0 {
+        return Err(anyhow::anyhow!("--max-concurrent-model-calls: must be at least 1").into());
+    }
+    let config = corrigible_server::ServerConfig {
+        addr: args.addr,
+        db: args.db,
+        api_key: args.api_key,
+        body_limit: args.body_limit,
+        max_concurrent_model_calls: args.max_concurrent_model_calls,
+        ..Default::default()
+    };
+    let store = corrigible_server::open_store(&config.db)
+        .await
+        .map_err(anyhow::Error::from)?;
+    let state = corrigible_server::AppState::new(Arc::new(agent), model.factory, store, &config);
+    eprintln!(
+        "corrigible: serving on http://{} (dashboard at /, API at /v1/runs)",
+        config.addr
+    );
+    corrigible_server::serve(config, state)
+        .await
+        .map_err(anyhow::Error::from)?;
+    Ok(())
+}
+
+async fn run(mut args: RunArgs) -> Result<(), Failure> {
+    let (agent, _) = build_agent(
+        args.config.as_deref(),
+        &mut args.model,
+        &mut args.tools,
+        &args.bounds,
+    )?;
 
     let style = render::Style::detect();
     let mut sinks: Vec<Arc<dyn TraceSink>> = Vec::new();

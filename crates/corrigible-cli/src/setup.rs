@@ -13,14 +13,14 @@ use corrigible_tools::{BuiltinConfig, WeatherConfig, builtin_registry};
 use crate::args::{BoundArgs, ModelArgs, ToolArgs};
 use crate::config::FileConfig;
 
-/// A model ready to use, with the protocol it speaks and a factory for fresh per-run copies.
+/// A model ready to use, with the protocol it speaks.
 pub struct ModelSetup {
     /// The model.
     pub model: Arc<dyn Model>,
     /// The decision protocol.
     pub protocol: Protocol,
-    /// The parsed spec.
-    pub spec: ModelSpec,
+    /// A fresh model for each run: a replay restarts from its first line, others are shared.
+    pub factory: corrigible_server::ModelFactory,
 }
 
 /// Fills unset flags from the configuration file.
@@ -57,6 +57,7 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
             .map_err(|e| anyhow!("--protocol: {e}"))?,
         None => default_protocol,
     };
+    let mut factory = None;
     let model: Arc<dyn Model> = match &spec {
         ModelSpec::Local { arg } => {
             if protocol == Protocol::Native {
@@ -74,19 +75,29 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
                 .map_err(|e| anyhow!("--constrain: {e}"))?;
             Arc::new(LocalModel::load(config)?)
         }
+        ModelSpec::Replay(path) => {
+            let replay = corrigible_models::ReplayModel::from_file(path)?;
+            let model = Arc::new(replay.restarted());
+            factory = Some(corrigible_server::replay_factory(replay));
+            model
+        }
         other => {
             let options = ProviderOptions {
                 base_url: args.base_url.clone(),
-                api_key: args.api_key.clone().map(corrigible_models::ApiKey::new),
+                api_key: args
+                    .provider_key
+                    .clone()
+                    .map(corrigible_models::ApiKey::new),
                 ..Default::default()
             };
             corrigible_models::build(other, options)?
         }
     };
+    let factory = factory.unwrap_or_else(|| corrigible_server::shared_factory(model.clone()));
     Ok(ModelSetup {
         model,
         protocol,
-        spec,
+        factory,
     })
 }
 
