@@ -14,7 +14,8 @@ const SCRIPT: &[&str] = &[
 ];
 
 fn run_with_retries(retries: &str, fail_first: u32) -> (Value, u64) {
-    let fake = FakeOpenMeteo::start(FakeOptions::default().fail_first(fail_first).status(503)).unwrap();
+    let fake =
+        FakeOpenMeteo::start(FakeOptions::default().fail_first(fail_first).status(503)).unwrap();
     let mut replay = tempfile::NamedTempFile::new().unwrap();
     for line in SCRIPT {
         writeln!(replay, "{line}").unwrap();
@@ -41,8 +42,16 @@ fn run_with_retries(retries: &str, fail_first: u32) -> (Value, u64) {
         ])
         .output()
         .unwrap();
-    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
-    (serde_json::from_slice(&out.stdout).unwrap(), fake.request_count() as u64)
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    (
+        serde_json::from_slice(&out.stdout).unwrap(),
+        fake.request_count(),
+    )
 }
 
 #[test]
@@ -52,7 +61,12 @@ fn two_failures_are_recovered_with_two_retries() {
     assert_eq!(step["outcome"], "ok");
     assert_eq!(step["attempts"], 3);
     assert_eq!(step["attempt_errors"].as_array().unwrap().len(), 2);
-    assert!(step["attempt_errors"][0]["error"].as_str().unwrap().contains("503"));
+    assert!(
+        step["attempt_errors"][0]["error"]
+            .as_str()
+            .unwrap()
+            .contains("503")
+    );
     assert_eq!(report["usage"]["tool_retries"], 2);
     assert_eq!(report["satisfied"], true);
 }
@@ -78,14 +92,36 @@ fn a_breaker_threshold_opens_the_circuit_within_a_run() {
     }
     writeln!(replay, "{}", SCRIPT[2]).unwrap();
     let out = Command::new(env!("CARGO_BIN_EXE_corrigible"))
-        .args(["run", "--json", "--model", &format!("replay:{}", replay.path().display()), "--tools", "weather"])
-        .args(["--weather-geocoding-url", &fake.geocoding_url(), "--weather-forecast-url", &fake.forecast_url()])
-        .args(["--tool-retries", "0", "--breaker-threshold", "1", "weather?"])
+        .args([
+            "run",
+            "--json",
+            "--model",
+            &format!("replay:{}", replay.path().display()),
+            "--tools",
+            "weather",
+        ])
+        .args([
+            "--weather-geocoding-url",
+            &fake.geocoding_url(),
+            "--weather-forecast-url",
+            &fake.forecast_url(),
+        ])
+        .args([
+            "--tool-retries",
+            "0",
+            "--breaker-threshold",
+            "1",
+            "weather?",
+        ])
         .output()
         .unwrap();
     let report: Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(report["steps"][1]["outcome"], "circuit_open");
     assert_eq!(report["steps"][1]["attempts"], 0);
-    assert_eq!(fake.request_count(), 1, "the open breaker kept the second call off the network");
+    assert_eq!(
+        fake.request_count(),
+        1,
+        "the open breaker kept the second call off the network"
+    );
     assert_eq!(report["breaker_events"][0]["to"], "open");
 }
