@@ -483,3 +483,28 @@ async fn native_broken_arguments_are_corrected_through_the_call_id() {
     assert_eq!(feedback.tool_call_id.as_deref(), Some("call_1"));
     assert!(feedback.is_error);
 }
+
+#[derive(serde::Deserialize, schemars::JsonSchema)]
+#[allow(dead_code)]
+struct Answer {
+    value: i64,
+}
+
+#[tokio::test]
+async fn a_typed_output_rejects_a_summary_that_does_not_match_and_keeps_the_parsed_value() {
+    let model = Arc::new(Scripted::texts(&[
+        &final_answer(true, "fourteen"),
+        &final_answer(true, "{\"value\": 14}"),
+    ]));
+    let report = agent(model)
+        .output::<Answer>()
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!((c.category, c.corrected), (Category::OutputRejected, true));
+    assert!(c.error.starts_with("final_summary"), "{}", c.error);
+    assert_eq!(report.output, Some(json!({"value": 14})));
+}
