@@ -181,13 +181,11 @@ impl TraceSink for LiveTrace {
                     )),
                 };
                 self.line(format!(
-                    "  {} {} {}",
+                    "  {} {result}",
                     s.dim(&format!(
                         "tool {} (step {}, {} attempt(s), {:.1} ms):",
                         record.tool, record.step, record.attempts, record.latency_ms
                     )),
-                    result,
-                    ""
                 ))
             }
             TraceEvent::Breaker { transition } => self.line(format!(
