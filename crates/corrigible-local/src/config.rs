@@ -122,8 +122,8 @@ impl LocalConfig {
         Ok(())
     }
 
-    /// The decoding label reported in [`corrigible::ModelReply::decoding`].
-    pub fn decoding_label(&self) -> String {
+    /// The decoding label reported in [`corrigible::ModelReply::decoding`] under `constrain`.
+    pub fn decoding_label(&self, constrain: Constrain) -> String {
         let sampling = match self.temperature {
             Some(t) if t > 0.0 => match self.top_p {
                 Some(p) => format!("sampled(t={t},top_p={p},seed={})", self.seed),
@@ -131,7 +131,7 @@ impl LocalConfig {
             },
             _ => "greedy".to_string(),
         };
-        match self.constrain {
+        match constrain {
             Constrain::Off => sampling,
             Constrain::Envelope => format!("{sampling}+envelope"),
             Constrain::Schema => format!("{sampling}+schema"),
@@ -154,7 +154,7 @@ mod tests {
     #[test]
     fn defaults_are_greedy_schema() {
         let c = LocalConfig::new("m.gguf");
-        assert_eq!(c.decoding_label(), "greedy+schema");
+        assert_eq!(c.decoding_label(c.constrain), "greedy+schema");
         assert_eq!(c.max_tokens, 256);
         assert!(c.validate().is_ok());
     }

@@ -12,7 +12,7 @@ use candle_core::quantized::gguf_file;
 use corrigible::{Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Usage};
 use serde_json::Value;
 
-use crate::config::LocalConfig;
+use crate::config::{Constrain, LocalConfig};
 use crate::constraint::{Guide, constraint_schema};
 use crate::error::LocalError;
 use crate::generate::{DecodeParams, Generation, Runner};
@@ -26,6 +26,7 @@ use crate::tokenizer::Tokenizer;
 #[derive(Clone)]
 pub struct LocalModel {
     inner: Arc<Inner>,
+    constrain: Constrain,
 }
 
 struct Inner {
@@ -47,6 +48,7 @@ impl std::fmt::Debug for LocalModel {
         f.debug_struct("LocalModel")
             .field("name", &self.inner.name)
             .field("config", &self.inner.config)
+            .field("constrain", &self.constrain)
             .finish()
     }
 }
@@ -108,6 +110,7 @@ impl LocalModel {
             .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
         let guide = Guide::new(&tokenizer, llama.vocab_size())?;
         Ok(Self {
+            constrain: config.constrain,
             inner: Arc::new(Inner {
                 name: model_name(&path),
                 config,
@@ -125,6 +128,21 @@ impl LocalModel {
     /// The configuration the model was loaded with.
     pub fn config(&self) -> &LocalConfig {
         &self.inner.config
+    }
+
+    /// The same loaded weights, decoding with another constraint mode.
+    ///
+    /// Both handles share one cache and serve calls one at a time.
+    pub fn with_constrain(&self, constrain: Constrain) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            constrain,
+        }
+    }
+
+    /// How this handle constrains its decisions.
+    pub fn constrain(&self) -> Constrain {
+        self.constrain
     }
 
     /// How long loading took.
@@ -177,7 +195,7 @@ impl LocalModel {
 
     /// [`Model::complete`] without the async wrapper.
     pub fn complete_blocking(&self, request: &ModelRequest) -> Result<ModelReply, LocalError> {
-        self.inner.complete(request)
+        self.inner.complete(request, self.constrain)
     }
 }
 
@@ -213,7 +231,11 @@ impl Inner {
         state.runner.generate(prompt, params)
     }
 
-    fn complete(&self, request: &ModelRequest) -> Result<ModelReply, LocalError> {
+    fn complete(
+        &self,
+        request: &ModelRequest,
+        constrain: Constrain,
+    ) -> Result<ModelReply, LocalError> {
         if request.protocol == Protocol::Native {
             return Err(LocalError::Config(
                 "the embedded model has no native tool calling: use --protocol json".into(),
@@ -221,7 +243,7 @@ impl Inner {
         }
         let prompt = self.template.render(&request.messages)?;
         let tokens = self.tokenizer.encode(&prompt)?;
-        let schema = constraint_schema(&request.tools, self.config.constrain);
+        let schema = constraint_schema(&request.tools, constrain);
         let generation = self.generate_tokens(&tokens, schema.as_ref())?;
         let text = self.tokenizer.decode(&generation.tokens)?;
         Ok(ModelReply {
@@ -233,7 +255,7 @@ impl Inner {
             },
             prompt_tokens_reused: Some(generation.reused as u64),
             transport_retries: 0,
-            decoding: Some(self.config.decoding_label()),
+            decoding: Some(self.config.decoding_label(constrain)),
         })
     }
 }
@@ -247,7 +269,8 @@ impl Model for LocalModel {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let inner = Arc::clone(&self.inner);
         let request = request.clone();
-        tokio::task::spawn_blocking(move || inner.complete(&request))
+        let constrain = self.constrain;
+        tokio::task::spawn_blocking(move || inner.complete(&request, constrain))
             .await
             .map_err(|e| ModelError::Other(format!("the inference task failed: {e}")))?
             .map_err(ModelError::from)
