@@ -13,6 +13,7 @@
 pub mod bench;
 mod config;
 mod constraint;
+mod correction;
 mod error;
 mod generate;
 mod llama;
@@ -23,7 +24,8 @@ mod template;
 mod tokenizer;
 
 pub use config::{Constrain, LocalConfig, Weights};
-pub use constraint::constraint_schema;
+pub use constraint::{constraint_schema, narrowed_schema};
+pub use correction::{CORRECTION_TEMPERATURE, CORRECTION_TOP_P, MAX_RESAMPLES, correction_seed};
 pub use error::{FETCH_COMMAND, LocalError};
 pub use generate::{Generation, StopReason};
 pub use model::{LocalModel, inference_threads};

@@ -9,11 +9,14 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use candle_core::Device;
 use candle_core::quantized::gguf_file;
-use corrigible::{Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Usage};
+use corrigible::{
+    CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Usage,
+};
 use serde_json::Value;
 
 use crate::config::{Constrain, LocalConfig};
-use crate::constraint::{Guide, constraint_schema};
+use crate::constraint::{Guide, constraint_schema, narrowed_schema};
+use crate::correction::CorrectionDecoding;
 use crate::error::LocalError;
 use crate::generate::{DecodeParams, Generation, Runner};
 use crate::sampler::Sampler;
@@ -217,15 +220,25 @@ impl Inner {
         schema: Option<&Value>,
     ) -> Result<Generation, LocalError> {
         let config = &self.config;
+        let sampler = Sampler::new(config.temperature, config.top_p, config.seed);
+        self.generate_with(prompt, schema, sampler)
+    }
+
+    fn generate_with(
+        &self,
+        prompt: &[u32],
+        schema: Option<&Value>,
+        sampler: Sampler,
+    ) -> Result<Generation, LocalError> {
         let mut state = self.lock();
         let constraint = match schema {
             Some(s) => Some(state.guide.constraint(s)?),
             None => None,
         };
         let params = DecodeParams {
-            max_tokens: config.max_tokens,
+            max_tokens: self.config.max_tokens,
             stop_tokens: self.tokenizer.stop_tokens(),
-            sampler: Sampler::new(config.temperature, config.top_p, config.seed),
+            sampler,
             constraint,
         };
         state.runner.generate(prompt, params)
@@ -243,20 +256,63 @@ impl Inner {
         }
         let prompt = self.template.render(&request.messages)?;
         let tokens = self.tokenizer.encode(&prompt)?;
-        let schema = constraint_schema(&request.tools, constrain);
-        let generation = self.generate_tokens(&tokens, schema.as_ref())?;
-        let text = self.tokenizer.decode(&generation.tokens)?;
-        Ok(ModelReply {
-            text: Some(text),
-            tool_calls: Vec::new(),
-            usage: Usage {
-                input_tokens: tokens.len() as u64,
-                output_tokens: generation.tokens.len() as u64,
-            },
-            prompt_tokens_reused: Some(generation.reused as u64),
-            transport_retries: 0,
-            decoding: Some(self.config.decoding_label(constrain)),
-        })
+        let Some(correction) = &request.correction else {
+            let schema = constraint_schema(&request.tools, constrain);
+            let generation = self.generate_tokens(&tokens, schema.as_ref())?;
+            let text = self.tokenizer.decode(&generation.tokens)?;
+            return Ok(reply(
+                text,
+                &tokens,
+                &generation,
+                generation.tokens.len(),
+                self.config.decoding_label(constrain),
+            ));
+        };
+        self.correct(request, correction, &tokens, constrain)
+    }
+
+    /// A correction round: decoded under the narrowed schema, and never a repeat of the
+    /// rejected reply while a seeded sample can avoid it.
+    fn correct(
+        &self,
+        request: &ModelRequest,
+        correction: &CorrectionContext,
+        tokens: &[u32],
+        constrain: Constrain,
+    ) -> Result<ModelReply, LocalError> {
+        let allowed = correction.allowed();
+        let schema = narrowed_schema(&request.tools, constrain, &allowed);
+        let mut plan = CorrectionDecoding::new(&self.config, correction);
+        let mut output_tokens = 0;
+        loop {
+            let generation = self.generate_with(tokens, Some(&schema), plan.sampler())?;
+            output_tokens += generation.tokens.len();
+            let text = self.tokenizer.decode(&generation.tokens)?;
+            if !correction.repeats(&text) || !plan.next_attempt() {
+                let label = plan.label(constrain, &allowed);
+                return Ok(reply(text, tokens, &generation, output_tokens, label));
+            }
+        }
+    }
+}
+
+fn reply(
+    text: String,
+    prompt: &[u32],
+    generation: &Generation,
+    output_tokens: usize,
+    decoding: String,
+) -> ModelReply {
+    ModelReply {
+        text: Some(text),
+        tool_calls: Vec::new(),
+        usage: Usage {
+            input_tokens: prompt.len() as u64,
+            output_tokens: output_tokens as u64,
+        },
+        prompt_tokens_reused: Some(generation.reused as u64),
+        transport_retries: 0,
+        decoding: Some(decoding),
     }
 }
 

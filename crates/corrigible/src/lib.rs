@@ -14,6 +14,7 @@ pub mod feedback;
 pub mod fingerprint;
 pub mod message;
 pub mod model;
+pub mod narrowing;
 pub mod policy;
 pub mod prompt;
 pub mod rejection;
@@ -28,6 +29,7 @@ pub use message::{Message, MessageKind, Role, ToolCall};
 pub use model::{
     CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec, Usage,
 };
+pub use narrowing::Allowed;
 pub use policy::{Limits, Policy, ToolPolicy};
 pub use rejection::{Category, Rejection};
 pub use stage::Stage;

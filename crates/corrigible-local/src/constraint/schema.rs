@@ -1,7 +1,8 @@
 //! The JSON Schema a decision is held to, in the form llguidance compiles best.
 
+use corrigible::Allowed;
 use corrigible::ToolSpec;
-use corrigible::decision::{SchemaMode, decision_schema};
+use corrigible::decision::{SchemaMode, allowed_schema, decision_schema};
 use serde_json::{Value, json};
 
 use crate::config::Constrain;
@@ -30,10 +31,24 @@ pub fn constraint_schema(tools: &[ToolSpec], mode: Constrain) -> Option<Value> {
         Constrain::Envelope => SchemaMode::Envelope,
         Constrain::Schema => SchemaMode::Full,
     };
-    let mut schema = decision_schema(tools, schema_mode);
+    Some(tightened(decision_schema(tools, schema_mode)))
+}
+
+/// The schema of a correction round: what `allowed` still permits, tightened like
+/// [`constraint_schema`]. Free decoding (`Constrain::Off`) is held to at least the envelope,
+/// because the free reply is what was just rejected.
+pub fn narrowed_schema(tools: &[ToolSpec], mode: Constrain, allowed: &Allowed) -> Value {
+    let schema_mode = match mode {
+        Constrain::Off | Constrain::Envelope => SchemaMode::Envelope,
+        Constrain::Schema => SchemaMode::Full,
+    };
+    tightened(allowed_schema(tools, schema_mode, allowed))
+}
+
+fn tightened(mut schema: Value) -> Value {
     if let Some(branches) = schema.get_mut("anyOf").and_then(Value::as_array_mut) {
         for branch in branches {
-            tighten_branch(branch, mode);
+            tighten_branch(branch);
         }
     }
     if let Some(obj) = schema.as_object_mut() {
@@ -42,10 +57,10 @@ pub fn constraint_schema(tools: &[ToolSpec], mode: Constrain) -> Option<Value> {
             json!({"whitespace_flexible": false}),
         );
     }
-    Some(schema)
+    schema
 }
 
-fn tighten_branch(branch: &mut Value, mode: Constrain) {
+fn tighten_branch(branch: &mut Value) {
     let Some(props) = branch.get_mut("properties").and_then(Value::as_object_mut) else {
         return;
     };
@@ -55,8 +70,11 @@ fn tighten_branch(branch: &mut Value, mode: Constrain) {
     if let Some(summary) = props.get_mut("final_summary") {
         summary["maxLength"] = json!(MAX_SUMMARY_CHARS);
     }
+    let envelope = props
+        .get("tool")
+        .is_some_and(|tool| tool.get("enum").is_some());
     if let Some(input) = props.get_mut("tool_input") {
-        if mode == Constrain::Envelope {
+        if envelope {
             *input = json!({
                 "type": "object",
                 "maxProperties": MAX_ENVELOPE_PROPERTIES,
@@ -169,6 +187,25 @@ mod tests {
         );
         let fin = &s["anyOf"][1]["properties"];
         assert_eq!(fin["final_summary"]["maxLength"], json!(MAX_SUMMARY_CHARS));
+    }
+
+    #[test]
+    fn off_is_narrowed_to_at_least_the_envelope() {
+        let s = narrowed_schema(&[calculator()], Constrain::Off, &Allowed::AnyDecision);
+        let input = &s["anyOf"][0]["properties"]["tool_input"];
+        assert_eq!(input["maxProperties"], json!(MAX_ENVELOPE_PROPERTIES));
+        assert_eq!(s["x-guidance"]["whitespace_flexible"], json!(false));
+    }
+
+    #[test]
+    fn tool_or_final_gets_the_exact_tool_schema_under_envelope() {
+        let allowed = Allowed::ToolOrFinal {
+            tool: "calculator".into(),
+        };
+        let s = narrowed_schema(&[calculator()], Constrain::Envelope, &allowed);
+        let input = &s["anyOf"][0]["properties"]["tool_input"];
+        assert_eq!(input["additionalProperties"], json!(false));
+        assert_eq!(input["required"], json!(["expression"]));
     }
 
     #[test]

@@ -1,6 +1,7 @@
 use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
+use crate::narrowing::Allowed;
 use crate::tool::FINAL_ANSWER;
 
 /// How much of a decision's shape a JSON Schema pins down.
@@ -64,6 +65,28 @@ pub fn decision_schema(tools: &[ToolSpec], mode: SchemaMode) -> Value {
     json!({"anyOf": branches})
 }
 
+/// The decision schema narrowed to what a correction round still `allowed`.
+///
+/// `ToolOrFinal` always gets that tool's exact input schema, whatever `mode`; a tool that is not
+/// among `tools` leaves the schema as wide as `mode` makes it.
+pub fn allowed_schema(tools: &[ToolSpec], mode: SchemaMode, allowed: &Allowed) -> Value {
+    match allowed {
+        Allowed::AnyDecision | Allowed::ActionsExcept { .. } => decision_schema(tools, mode),
+        Allowed::ToolOrFinal { tool } => match tools.iter().find(|t| &t.name == tool) {
+            Some(spec) => decision_schema(std::slice::from_ref(spec), SchemaMode::Full),
+            None => decision_schema(tools, mode),
+        },
+        Allowed::ActionOrUnsatisfiedFinal => {
+            let mut schema = decision_schema(tools, mode);
+            if let Some(last) = schema["anyOf"].as_array_mut().and_then(|b| b.last_mut()) {
+                last["properties"]["satisfied"] = json!({"const": false});
+            }
+            schema
+        }
+        Allowed::FinalOnly => json!({"anyOf": [final_branch()]}),
+    }
+}
+
 /// The built-in `final_answer` tool of the native protocol.
 pub fn final_answer_spec() -> ToolSpec {
     ToolSpec {
@@ -80,5 +103,69 @@ pub fn final_answer_spec() -> ToolSpec {
             "required": ["satisfied", "final_summary"],
             "additionalProperties": false
         }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn tools() -> Vec<ToolSpec> {
+        ["calc", "time"]
+            .iter()
+            .map(|name| ToolSpec {
+                name: (*name).into(),
+                description: String::new(),
+                parameters: json!({"type": "object", "properties": {"x": {"type": "number"}}}),
+            })
+            .collect()
+    }
+
+    fn branches(schema: &Value) -> Vec<Value> {
+        schema["anyOf"].as_array().cloned().unwrap_or_default()
+    }
+
+    #[test]
+    fn tool_or_final_keeps_one_exact_branch_even_in_envelope_mode() {
+        let allowed = Allowed::ToolOrFinal {
+            tool: "time".into(),
+        };
+        let b = branches(&allowed_schema(&tools(), SchemaMode::Envelope, &allowed));
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0]["properties"]["tool"], json!({"const": "time"}));
+        assert_eq!(
+            b[0]["properties"]["tool_input"]["properties"]["x"]["type"],
+            "number"
+        );
+        assert_eq!(b[1]["properties"]["state"], json!({"const": "final"}));
+    }
+
+    #[test]
+    fn final_only_and_unsatisfied_final() {
+        let b = branches(&allowed_schema(
+            &tools(),
+            SchemaMode::Full,
+            &Allowed::FinalOnly,
+        ));
+        assert_eq!(b.len(), 1);
+        assert_eq!(b[0]["properties"]["state"], json!({"const": "final"}));
+        let s = allowed_schema(
+            &tools(),
+            SchemaMode::Full,
+            &Allowed::ActionOrUnsatisfiedFinal,
+        );
+        let b = branches(&s);
+        assert_eq!(b.len(), 3);
+        assert_eq!(b[2]["properties"]["satisfied"], json!({"const": false}));
+    }
+
+    #[test]
+    fn any_decision_is_the_plain_schema() {
+        for mode in [SchemaMode::Envelope, SchemaMode::Full] {
+            assert_eq!(
+                allowed_schema(&tools(), mode, &Allowed::AnyDecision),
+                decision_schema(&tools(), mode)
+            );
+        }
     }
 }

@@ -1,0 +1,195 @@
+//! What a correction round still allows: the rule that lets a model narrow its next reply.
+//!
+//! A model that owns its decoder turns [`Allowed`] into a tighter grammar; a hosted model turns
+//! it into the provider's tool choice. Either way the rejected reply is not offered again.
+
+use std::fmt;
+
+use serde::{Deserialize, Serialize};
+
+use crate::decision::{Decision, parse_text};
+use crate::fingerprint::fingerprint;
+use crate::model::CorrectionContext;
+use crate::rejection::Category;
+
+/// The decisions a correction round may produce, derived from the rejection it corrects.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(tag = "allowed", rename_all = "snake_case")]
+pub enum Allowed {
+    /// Any decision the contract allows: an action on a registered tool, or a final answer.
+    AnyDecision,
+    /// An action on this tool, with its exact input schema, or a final answer.
+    ToolOrFinal {
+        /// The tool whose input was rejected.
+        tool: String,
+    },
+    /// Any action except these failed ones (canonical fingerprints), or a final answer.
+    ActionsExcept {
+        /// Fingerprints of the actions that already failed in this run.
+        failed: Vec<String>,
+    },
+    /// An action, or a final answer that admits the request was not fulfilled.
+    ActionOrUnsatisfiedFinal,
+    /// Only a final answer.
+    FinalOnly,
+}
+
+impl Allowed {
+    /// Short name for traces: `tool_or_final(calculator)`, `final_only`, …
+    pub fn label(&self) -> String {
+        match self {
+            Allowed::AnyDecision => "any_decision".into(),
+            Allowed::ToolOrFinal { tool } => format!("tool_or_final({tool})"),
+            Allowed::ActionsExcept { failed } => format!("actions_except({})", failed.len()),
+            Allowed::ActionOrUnsatisfiedFinal => "action_or_unsatisfied_final".into(),
+            Allowed::FinalOnly => "final_only".into(),
+        }
+    }
+
+    /// Whether `decision` is one this round may produce (structure aside, which the schema holds).
+    pub fn permits(&self, decision: &Decision) -> bool {
+        match (self, decision) {
+            (Allowed::AnyDecision, _) => true,
+            (Allowed::ToolOrFinal { tool }, Decision::Action(a)) => &a.tool == tool,
+            (Allowed::ActionsExcept { failed }, Decision::Action(a)) => {
+                !failed.contains(&fingerprint(&a.tool, &a.input))
+            }
+            (Allowed::ActionOrUnsatisfiedFinal, Decision::Final(f)) => !f.satisfied,
+            (Allowed::FinalOnly, Decision::Action(_)) => false,
+            (_, Decision::Final(_)) | (_, Decision::Action(_)) => true,
+        }
+    }
+}
+
+impl fmt::Display for Allowed {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(&self.label())
+    }
+}
+
+impl CorrectionContext {
+    /// What this correction round still allows.
+    ///
+    /// After `invalid_tool_input`: that tool or a final answer. After `repeated_failed_action`:
+    /// any action but the failed ones, and after a second one in the same slot, only a final
+    /// answer. After `ungrounded_final`: an action or an unsatisfied final. Otherwise: any
+    /// decision of the contract (so free decoding becomes at least envelope-constrained).
+    pub fn allowed(&self) -> Allowed {
+        if self.repeated_in_slot >= 2 {
+            return Allowed::FinalOnly;
+        }
+        match (self.category, &self.tool) {
+            (Category::InvalidToolInput, Some(tool)) => Allowed::ToolOrFinal { tool: tool.clone() },
+            (Category::RepeatedFailedAction, _) => Allowed::ActionsExcept {
+                failed: self.failed_actions.clone(),
+            },
+            (Category::UngroundedFinal, _) => Allowed::ActionOrUnsatisfiedFinal,
+            _ => Allowed::AnyDecision,
+        }
+    }
+
+    /// Whether a candidate reply `text` for this round would repeat what was rejected: the same
+    /// text as the rejected reply, or a decision the round does not allow.
+    pub fn repeats(&self, text: &str) -> bool {
+        if text.trim() == self.rejected_reply.trim() {
+            return true;
+        }
+        match parse_text(text, true).decision {
+            Ok(decision) => !self.allowed().permits(&decision),
+            Err(_) => false,
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+    use crate::decision::{Action, Final};
+
+    fn context(category: Category, tool: Option<&str>, repeated: u32) -> CorrectionContext {
+        CorrectionContext {
+            category,
+            rejected_reply: r#"{"state":"action","reason":"r","tool":"calc","tool_input":{"x":1}}"#
+                .into(),
+            tool: tool.map(String::from),
+            failed_actions: vec![fingerprint("calc", &json!({"x": 1}))],
+            round: 1,
+            repeated_in_slot: repeated,
+        }
+    }
+
+    fn action(tool: &str, input: serde_json::Value) -> Decision {
+        Decision::Action(Action {
+            reason: "r".into(),
+            tool: tool.into(),
+            input,
+            call_id: None,
+        })
+    }
+
+    fn answer(satisfied: bool) -> Decision {
+        Decision::Final(Final {
+            satisfied,
+            summary: "s".into(),
+            call_id: None,
+        })
+    }
+
+    #[test]
+    fn each_category_maps_to_its_rule() {
+        let c = context(Category::InvalidToolInput, Some("calc"), 0);
+        assert_eq!(
+            c.allowed(),
+            Allowed::ToolOrFinal {
+                tool: "calc".into()
+            }
+        );
+        let c = context(Category::RepeatedFailedAction, Some("calc"), 1);
+        assert!(matches!(c.allowed(), Allowed::ActionsExcept { .. }));
+        let c = context(Category::RepeatedFailedAction, Some("calc"), 2);
+        assert_eq!(c.allowed(), Allowed::FinalOnly);
+        let c = context(Category::UngroundedFinal, None, 0);
+        assert_eq!(c.allowed(), Allowed::ActionOrUnsatisfiedFinal);
+        for category in [
+            Category::UnknownTool,
+            Category::InvalidJson,
+            Category::EmptyResponse,
+        ] {
+            assert_eq!(context(category, None, 0).allowed(), Allowed::AnyDecision);
+        }
+    }
+
+    #[test]
+    fn permits_follows_the_rule() {
+        let tool_or_final = Allowed::ToolOrFinal {
+            tool: "calc".into(),
+        };
+        assert!(tool_or_final.permits(&action("calc", json!({}))));
+        assert!(!tool_or_final.permits(&action("time", json!({}))));
+        assert!(tool_or_final.permits(&answer(true)));
+
+        let except = context(Category::RepeatedFailedAction, None, 1).allowed();
+        assert!(!except.permits(&action("calc", json!({"x": 1.0}))));
+        assert!(except.permits(&action("calc", json!({"x": 2}))));
+
+        assert!(!Allowed::FinalOnly.permits(&action("calc", json!({}))));
+        assert!(Allowed::FinalOnly.permits(&answer(true)));
+        assert!(!Allowed::ActionOrUnsatisfiedFinal.permits(&answer(true)));
+        assert!(Allowed::ActionOrUnsatisfiedFinal.permits(&answer(false)));
+    }
+
+    #[test]
+    fn repeats_catches_the_same_text_and_forbidden_decisions() {
+        let c = context(Category::RepeatedFailedAction, Some("calc"), 1);
+        assert!(c.repeats(&c.rejected_reply.clone()));
+        assert!(
+            c.repeats(r#"{"state":"action","reason":"again","tool":"calc","tool_input":{"x":1}}"#)
+        );
+        assert!(
+            !c.repeats(r#"{"state":"action","reason":"r","tool":"calc","tool_input":{"x":2}}"#)
+        );
+        assert!(!c.repeats("not json at all"));
+    }
+}
