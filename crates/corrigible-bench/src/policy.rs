@@ -1,0 +1,83 @@
+//! The policies compared by the bench.
+
+use std::fmt;
+use std::str::FromStr;
+
+use corrigible::Policy;
+use serde::{Deserialize, Serialize};
+
+/// A policy column of the bench.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, PartialOrd, Ord, Serialize, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub enum PolicyKind {
+    /// No corrections, no repair: the first reply is final ([`Policy::one_shot`]).
+    OneShot,
+    /// Local repair only, no corrections ([`Policy::repair_only`]).
+    Repair,
+    /// Repair and bounded corrections ([`Policy::default`]).
+    SelfCorrect,
+}
+
+impl PolicyKind {
+    /// Every policy, in column order.
+    pub const ALL: [PolicyKind; 3] = [
+        PolicyKind::OneShot,
+        PolicyKind::Repair,
+        PolicyKind::SelfCorrect,
+    ];
+
+    /// The name used on the command line and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            PolicyKind::OneShot => "one-shot",
+            PolicyKind::Repair => "repair",
+            PolicyKind::SelfCorrect => "self-correct",
+        }
+    }
+
+    /// The engine policy, with the task's bound on executed actions.
+    pub fn policy(self, max_actions: u32) -> Policy {
+        let mut policy = match self {
+            PolicyKind::OneShot => Policy::one_shot(),
+            PolicyKind::Repair => Policy::repair_only(),
+            PolicyKind::SelfCorrect => Policy::default(),
+        };
+        policy.limits.max_actions = max_actions.max(1);
+        policy
+    }
+}
+
+impl fmt::Display for PolicyKind {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for PolicyKind {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        PolicyKind::ALL
+            .into_iter()
+            .find(|p| p.as_str() == s.trim())
+            .ok_or_else(|| {
+                format!("unknown policy `{s}`: expected one-shot, repair or self-correct")
+            })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_names_and_sets_bounds() {
+        assert_eq!("repair".parse::<PolicyKind>(), Ok(PolicyKind::Repair));
+        assert!("retry".parse::<PolicyKind>().is_err());
+        let one = PolicyKind::OneShot.policy(2);
+        assert_eq!(one.limits.max_corrections, 0);
+        assert!(!one.repair);
+        assert!(PolicyKind::Repair.policy(2).repair);
+        assert_eq!(PolicyKind::SelfCorrect.policy(0).limits.max_actions, 1);
+    }
+}

@@ -1,0 +1,167 @@
+//! Runs every task under every policy and model variant, sequentially, and grades each run.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use corrigible::{Agent, Model, ModelError, Protocol, RunError, RunOptions};
+
+use crate::error::BenchError;
+use crate::faults::{FaultConfig, FaultyModel};
+use crate::metrics::{BenchReport, ColumnReport, TaskResult};
+use crate::policy::PolicyKind;
+use crate::progress;
+use crate::suite::{Suite, SuiteSpec};
+
+/// Makes the model for one run: a replay restarts from its first line, others are shared.
+pub type ModelFactory = Arc<dyn Fn() -> Arc<dyn Model> + Send + Sync>;
+
+/// One model column group: the embedded model in one constraint mode, or any other model.
+#[derive(Clone)]
+pub struct Variant {
+    /// The constraint mode (`off`, `envelope`, `schema`), or `None` where modes do not apply.
+    pub mode: Option<String>,
+    /// The model for each run.
+    pub factory: ModelFactory,
+}
+
+impl Variant {
+    /// A variant where constraint modes do not apply.
+    pub fn single(factory: ModelFactory) -> Self {
+        Self {
+            mode: None,
+            factory,
+        }
+    }
+
+    fn mode_label(&self) -> &str {
+        self.mode.as_deref().unwrap_or("-")
+    }
+}
+
+/// What to run.
+#[derive(Debug, Clone)]
+pub struct BenchConfig {
+    /// The suite.
+    pub suite: SuiteSpec,
+    /// Keep the first N tasks (per BFCL category).
+    pub limit: Option<usize>,
+    /// The policies compared, in column order.
+    pub policies: Vec<PolicyKind>,
+    /// The decision protocol.
+    pub protocol: Protocol,
+    /// Fault injection, if any.
+    pub faults: Option<FaultConfig>,
+    /// Whether to draw a progress bar on stderr (when it is a terminal).
+    pub progress: bool,
+    /// The model's name for the report.
+    pub model_name: String,
+}
+
+/// Loads the suite and runs it.
+pub async fn run_bench(
+    config: &BenchConfig,
+    variants: &[Variant],
+) -> Result<BenchReport, BenchError> {
+    let suite = Suite::load(&config.suite, config.limit)?;
+    run_suite(&suite, config, variants).await
+}
+
+/// Runs a loaded suite: for each task, each variant, each policy, one run.
+pub async fn run_suite(
+    suite: &Suite,
+    config: &BenchConfig,
+    variants: &[Variant],
+) -> Result<BenchReport, BenchError> {
+    if variants.is_empty() || config.policies.is_empty() {
+        return Err(BenchError::Usage(
+            "nothing to compare: give at least one policy and one model".into(),
+        ));
+    }
+    let total = (suite.tasks.len() * variants.len() * config.policies.len()) as u64;
+    let bar = progress::bar(total, config.progress);
+    let mut results = Vec::new();
+    for (index, task) in suite.tasks.iter().enumerate() {
+        let registry = suite.registry(task)?;
+        let agent = Agent::builder_shared((variants[0].factory)())
+            .tools(registry)
+            .protocol(config.protocol)
+            .build()
+            .map_err(|e| BenchError::Agent {
+                task: task.id.clone(),
+                message: e.to_string(),
+            })?;
+        for variant in variants {
+            for &policy in &config.policies {
+                bar.set_message(format!("{} {} {}", task.id, policy, variant.mode_label()));
+                let model = (variant.factory)();
+                let faulty = config
+                    .faults
+                    .map(|f| Arc::new(FaultyModel::new(model.clone(), f.rate, f.task_seed(index))));
+                let run_model: Arc<dyn Model> = match &faulty {
+                    Some(f) => f.clone(),
+                    None => model,
+                };
+                let options = RunOptions {
+                    model: Some(run_model),
+                    policy: Some(policy.policy(task.max_actions)),
+                    ..Default::default()
+                };
+                let started = Instant::now();
+                let outcome = agent.run_with(&task.prompt, options).await;
+                let injected = faulty.map(|f| f.injected()).unwrap_or_default();
+                let mode = variant.mode_label();
+                let result = match outcome {
+                    Ok(report) => {
+                        let grade = task.grade(&report);
+                        TaskResult::from_report(&task.id, policy, mode, &report, grade, &injected)
+                    }
+                    Err(RunError::Transport(message))
+                    | Err(RunError::Model(ModelError::Transport(message)))
+                    | Err(RunError::Model(ModelError::Other(message))) => TaskResult::from_error(
+                        &task.id,
+                        policy,
+                        mode,
+                        message,
+                        started.elapsed().as_secs_f64() * 1000.0,
+                        &injected,
+                    ),
+                    Err(other) => {
+                        bar.finish_and_clear();
+                        return Err(BenchError::Run {
+                            task: task.id.clone(),
+                            message: other.to_string(),
+                        });
+                    }
+                };
+                results.push(result);
+                bar.inc(1);
+            }
+        }
+    }
+    bar.finish_and_clear();
+    let mut columns = Vec::new();
+    for variant in variants {
+        for &policy in &config.policies {
+            let mode = variant.mode_label();
+            let of_column: Vec<&TaskResult> = results
+                .iter()
+                .filter(|r| r.policy == policy && r.mode == mode)
+                .collect();
+            columns.push(ColumnReport::aggregate(
+                policy,
+                mode,
+                &of_column,
+                config.faults.is_some(),
+            ));
+        }
+    }
+    Ok(BenchReport {
+        suite: suite.name.clone(),
+        model: config.model_name.clone(),
+        protocol: config.protocol,
+        tasks: suite.tasks.len() as u32,
+        faults: config.faults,
+        columns,
+        results,
+    })
+}

@@ -1,0 +1,209 @@
+//! Suites and tasks: what is asked, with which tools, within which bounds, and how it is graded.
+
+use std::fmt;
+use std::path::PathBuf;
+use std::str::FromStr;
+
+use corrigible::{RunReport, ToolRegistry};
+use serde::Serialize;
+
+use crate::bfcl::{self, BfclCategory, BfclTask};
+use crate::error::BenchError;
+use crate::tools_suite::{self, ToolsEnv, ToolsTask};
+
+/// Which suite to run, as named on the command line.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum SuiteSpec {
+    /// The built-in tools suite (`tools`), or a tools suite read from a JSONL file (`tools:PATH`).
+    Tools(Option<PathBuf>),
+    /// BFCL categories (`bfcl:simple`, …, or `bfcl` for all four).
+    Bfcl(Vec<BfclCategory>),
+}
+
+impl FromStr for SuiteSpec {
+    type Err = BenchError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s.trim() {
+            "tools" => Ok(SuiteSpec::Tools(None)),
+            "bfcl" => Ok(SuiteSpec::Bfcl(BfclCategory::ALL.to_vec())),
+            other => {
+                if let Some(path) = other.strip_prefix("tools:") {
+                    return Ok(SuiteSpec::Tools(Some(PathBuf::from(path))));
+                }
+                if let Some(category) = other.strip_prefix("bfcl:") {
+                    return Ok(SuiteSpec::Bfcl(vec![category.parse()?]));
+                }
+                Err(BenchError::Usage(format!(
+                    "unknown suite `{other}`: expected tools, tools:FILE, bfcl, or \
+                     bfcl:simple|multiple|parallel|irrelevance"
+                )))
+            }
+        }
+    }
+}
+
+impl fmt::Display for SuiteSpec {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            SuiteSpec::Tools(None) => f.write_str("tools"),
+            SuiteSpec::Tools(Some(path)) => write!(f, "tools:{}", path.display()),
+            SuiteSpec::Bfcl(cats) if cats.len() == BfclCategory::ALL.len() => f.write_str("bfcl"),
+            SuiteSpec::Bfcl(cats) => {
+                let names: Vec<&str> = cats.iter().map(|c| c.as_str()).collect();
+                write!(f, "bfcl:{}", names.join(","))
+            }
+        }
+    }
+}
+
+/// One task: a prompt, its tools, its bound on actions and its grader.
+#[derive(Debug, Clone)]
+pub struct Task {
+    /// A stable id (`calc_03`, `simple_python_0`).
+    pub id: String,
+    /// The user request.
+    pub prompt: String,
+    /// Executed tool actions allowed: the calls the task needs, plus one.
+    pub max_actions: u32,
+    /// What the task is and how it is graded.
+    pub kind: TaskKind,
+}
+
+/// The suite-specific part of a task.
+#[derive(Debug, Clone)]
+pub enum TaskKind {
+    /// A built-in tools task.
+    Tools(ToolsTask),
+    /// A BFCL task.
+    Bfcl(BfclTask),
+}
+
+/// The verdict on one run.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize)]
+pub struct Grade {
+    /// Whether the run did what the task asks.
+    pub success: bool,
+    /// Why not, when it did not.
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub detail: Option<String>,
+}
+
+impl Grade {
+    /// A passing grade.
+    pub fn pass() -> Self {
+        Self {
+            success: true,
+            detail: None,
+        }
+    }
+
+    /// A failing grade with its reason.
+    pub fn fail(detail: impl Into<String>) -> Self {
+        Self {
+            success: false,
+            detail: Some(detail.into()),
+        }
+    }
+}
+
+impl Task {
+    /// Grades a finished run of this task.
+    pub fn grade(&self, report: &RunReport) -> Grade {
+        match &self.kind {
+            TaskKind::Tools(task) => task.grade(report),
+            TaskKind::Bfcl(task) => task.grade(report),
+        }
+    }
+}
+
+/// A loaded suite: its tasks and what they need to run (the fake weather server).
+pub struct Suite {
+    /// The suite's name as given.
+    pub name: String,
+    /// The tasks, in order.
+    pub tasks: Vec<Task>,
+    tools_env: Option<ToolsEnv>,
+}
+
+impl Suite {
+    /// Loads the suite named by `spec`, keeping the first `limit` tasks (per BFCL category).
+    /// The tools suite starts its fake Open-Meteo server here; it stops when the suite drops.
+    pub fn load(spec: &SuiteSpec, limit: Option<usize>) -> Result<Self, BenchError> {
+        match spec {
+            SuiteSpec::Tools(path) => {
+                let (label, text) = match path {
+                    None => ("tools.jsonl".to_string(), tools_suite::BUILTIN.to_string()),
+                    Some(path) => (
+                        path.display().to_string(),
+                        std::fs::read_to_string(path).map_err(|e| {
+                            BenchError::Usage(format!(
+                                "--suite tools:{}: cannot read it: {e}",
+                                path.display()
+                            ))
+                        })?,
+                    ),
+                };
+                let mut tasks = tools_suite::parse(&label, &text)?;
+                if let Some(n) = limit {
+                    tasks.truncate(n);
+                }
+                Ok(Self {
+                    name: spec.to_string(),
+                    tasks,
+                    tools_env: Some(ToolsEnv::start()?),
+                })
+            }
+            SuiteSpec::Bfcl(categories) => {
+                let mut tasks = Vec::new();
+                for category in categories {
+                    let mut some = bfcl::load(*category)?;
+                    if let Some(n) = limit {
+                        some.truncate(n);
+                    }
+                    tasks.extend(some);
+                }
+                Ok(Self {
+                    name: spec.to_string(),
+                    tasks,
+                    tools_env: None,
+                })
+            }
+        }
+    }
+
+    /// The tools offered for `task`.
+    pub fn registry(&self, task: &Task) -> Result<ToolRegistry, BenchError> {
+        match (&task.kind, &self.tools_env) {
+            (TaskKind::Tools(_), Some(env)) => Ok(env.registry.clone()),
+            (TaskKind::Tools(_), None) => Err(BenchError::Agent {
+                task: task.id.clone(),
+                message: "the tools suite was not started".into(),
+            }),
+            (TaskKind::Bfcl(bfcl), _) => bfcl.registry().map_err(|message| BenchError::Agent {
+                task: task.id.clone(),
+                message,
+            }),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn parses_suite_names() {
+        assert_eq!(
+            "tools".parse::<SuiteSpec>().unwrap(),
+            SuiteSpec::Tools(None)
+        );
+        assert_eq!(
+            "bfcl:parallel".parse::<SuiteSpec>().unwrap(),
+            SuiteSpec::Bfcl(vec![BfclCategory::Parallel])
+        );
+        assert_eq!("bfcl".parse::<SuiteSpec>().unwrap().to_string(), "bfcl");
+        assert!("bfcl:live".parse::<SuiteSpec>().is_err());
+        assert!("mmlu".parse::<SuiteSpec>().is_err());
+    }
+}
