@@ -23,6 +23,9 @@ pub enum Command {
     /// Check or show a configuration file (`corrigible.toml`).
     #[command(subcommand)]
     Config(ConfigCommand),
+    /// Does self-correction pay? Compare policies on a task suite, or measure the embedded
+    /// model's speed (`bench model`).
+    Bench(BenchArgs),
 }
 
 /// `corrigible config …`.
@@ -56,9 +59,10 @@ pub struct ModelArgs {
     /// Decision protocol: `json` (a JSON decision in the text) or `native` (the provider's tool calling).
     #[arg(long)]
     pub protocol: Option<String>,
-    /// Constraint of the embedded model's decoding: `schema`, `envelope` or `off`.
-    #[arg(long, default_value = "schema")]
-    pub constrain: String,
+    /// Constraint of the embedded model's decoding: `schema` (default), `envelope` or `off`
+    /// (`bench`: a comma-separated list of modes to compare, default all three).
+    #[arg(long)]
+    pub constrain: Option<String>,
     /// Path of a GGUF file for the embedded model (default: CORRIGIBLE_MODEL, or the model directory).
     #[arg(long)]
     pub model_path: Option<PathBuf>,
@@ -162,4 +166,62 @@ pub struct ServeArgs {
     /// Configuration file (default: CORRIGIBLE_CONFIG); flags override it.
     #[arg(long)]
     pub config: Option<PathBuf>,
+}
+
+/// `corrigible bench`: run a suite under several policies, or `bench model`.
+#[derive(Debug, Args)]
+#[command(args_conflicts_with_subcommands = true)]
+pub struct BenchArgs {
+    /// `bench model`: the embedded model's speed.
+    #[command(subcommand)]
+    pub command: Option<BenchCommand>,
+    /// The suite: `tools`, `tools:FILE`, `bfcl` (all four categories), `bfcl:simple`,
+    /// `bfcl:multiple`, `bfcl:parallel` or `bfcl:irrelevance`.
+    #[arg(long, default_value = "tools")]
+    pub suite: String,
+    /// Run only the first N tasks (per category for `bfcl`).
+    #[arg(long)]
+    pub limit: Option<usize>,
+    /// Policies to compare, comma-separated: `one-shot`, `repair`, `self-correct`.
+    #[arg(
+        long,
+        value_delimiter = ',',
+        default_value = "one-shot,repair,self-correct"
+    )]
+    pub policies: Vec<String>,
+    /// Corrupt this fraction of model replies (0 to 1) with realistic malformations.
+    #[arg(long)]
+    pub faults: Option<f64>,
+    /// Seed of the fault injection.
+    #[arg(long, default_value_t = 0)]
+    pub seed: u64,
+    /// Print the report as JSON (and nothing else on stdout); no progress bar.
+    #[arg(long)]
+    pub json: bool,
+    /// Also write table.txt, report.json and chart.svg into this directory.
+    #[arg(long)]
+    pub out: Option<PathBuf>,
+    #[command(flatten)]
+    pub model: ModelArgs,
+}
+
+/// `corrigible bench …` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum BenchCommand {
+    /// Prefill and decode speed and peak memory of the embedded model.
+    Model(BenchModelArgs),
+}
+
+/// `corrigible bench model`.
+#[derive(Debug, Args)]
+pub struct BenchModelArgs {
+    /// Prompt lengths to measure, in tokens, comma-separated.
+    #[arg(long, value_delimiter = ',', default_value = "40,500")]
+    pub prompt_tokens: Vec<usize>,
+    /// Tokens generated per measurement.
+    #[arg(long, default_value_t = 128)]
+    pub decode_tokens: usize,
+    /// Path of a GGUF file (default: CORRIGIBLE_MODEL, or the model directory).
+    #[arg(long)]
+    pub model_path: Option<PathBuf>,
 }

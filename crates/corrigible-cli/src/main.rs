@@ -1,6 +1,7 @@
-//! The `corrigible` binary: `run` one agent task from the command line.
+//! The `corrigible` binary: `run` one agent task, `serve` the API, `bench` the policies.
 
 mod args;
+mod bench;
 mod config;
 mod render;
 mod setup;
@@ -46,12 +47,17 @@ fn main() -> ExitCode {
             return ExitCode::from(2);
         }
     };
-    let json_output = matches!(&cli.command, Command::Run(args) if args.json);
+    let json_output = match &cli.command {
+        Command::Run(args) => args.json,
+        Command::Bench(args) => args.json,
+        _ => false,
+    };
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run(args).await,
             Command::Serve(args) => serve(args).await,
             Command::Config(command) => config_command(command),
+            Command::Bench(args) => bench::bench(args).await.map_err(Failure::Usage),
         }
     });
     match result {

@@ -71,6 +71,8 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
             let mut config = LocalConfig::new(path);
             config.constrain = args
                 .constrain
+                .as_deref()
+                .unwrap_or("schema")
                 .parse::<Constrain>()
                 .map_err(|e| anyhow!("--constrain: {e}"))?;
             Arc::new(LocalModel::load(config)?)

@@ -1,0 +1,139 @@
+//! `corrigible bench`: parses the flags into a [`corrigible_bench::BenchConfig`] and the model
+//! variants, runs the bench and prints its outputs. All logic lives in `corrigible-bench`.
+
+use std::sync::Arc;
+
+use anyhow::{Context, anyhow, bail};
+use corrigible::{Model, Protocol};
+use corrigible_bench::{BenchConfig, FaultConfig, ModelFactory, PolicyKind, SuiteSpec, Variant};
+use corrigible_local::{Constrain, LocalConfig, LocalModel};
+use corrigible_models::ModelSpec;
+
+use crate::args::{BenchArgs, BenchCommand, BenchModelArgs, ModelArgs};
+use crate::setup;
+
+/// Runs `corrigible bench` or `corrigible bench model`.
+pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
+    if let Some(BenchCommand::Model(model)) = args.command {
+        return bench_model(model).await;
+    }
+    let suite: SuiteSpec = args.suite.parse().context("--suite")?;
+    let policies = args
+        .policies
+        .iter()
+        .map(|p| {
+            p.parse::<PolicyKind>()
+                .map_err(|e| anyhow!("--policies: {e}"))
+        })
+        .collect::<anyhow::Result<Vec<_>>>()?;
+    if policies.is_empty() {
+        bail!("--policies: name at least one policy");
+    }
+    let faults = args
+        .faults
+        .map(|rate| FaultConfig::new(rate, args.seed).map_err(|e| anyhow!(e)))
+        .transpose()?;
+    if args.limit == Some(0) {
+        bail!("--limit: must be at least 1");
+    }
+    let (variants, protocol, model_name) = variants(&args.model)?;
+    let config = BenchConfig {
+        suite,
+        limit: args.limit,
+        policies,
+        protocol,
+        faults,
+        progress: !args.json,
+        model_name,
+    };
+    let report = corrigible_bench::run_bench(&config, &variants).await?;
+    if args.json {
+        println!("{}", corrigible_bench::output::to_json(&report)?);
+    } else {
+        print!("{}", corrigible_bench::output::table(&report));
+    }
+    if let Some(dir) = &args.out {
+        corrigible_bench::output::write_all(&report, dir)?;
+        if !args.json {
+            println!(
+                "\nwrote {0}/table.txt, {0}/report.json, {0}/chart.svg",
+                dir.display()
+            );
+        }
+    }
+    Ok(())
+}
+
+/// The model variants: the embedded model once per constraint mode (one load, shared
+/// weights), or any other model as a single variant.
+fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)> {
+    let spec: ModelSpec = args
+        .model
+        .as_deref()
+        .unwrap_or("local")
+        .parse()
+        .map_err(|e| anyhow!("--model: {e}"))?;
+    if let ModelSpec::Local { arg } = &spec {
+        if matches!(args.protocol.as_deref(), Some(p) if p != "json") {
+            bail!("--protocol: the embedded model speaks the json protocol only");
+        }
+        let modes = args
+            .constrain
+            .as_deref()
+            .unwrap_or("off,envelope,schema")
+            .split(',')
+            .map(|m| {
+                m.trim()
+                    .parse::<Constrain>()
+                    .map_err(|e| anyhow!("--constrain: {e}"))
+            })
+            .collect::<anyhow::Result<Vec<_>>>()?;
+        let path = match (&args.model_path, arg) {
+            (Some(path), _) => path.clone(),
+            (None, Some(arg)) => arg.into(),
+            (None, None) => corrigible_local::resolve_model_path()?,
+        };
+        let local = LocalModel::load(LocalConfig::new(path))?;
+        let name = local.name().to_string();
+        let variants = modes
+            .into_iter()
+            .map(|mode| {
+                let handle: Arc<dyn Model> = Arc::new(local.with_constrain(mode));
+                let factory: ModelFactory = Arc::new(move || handle.clone());
+                Variant {
+                    mode: Some(mode.as_str().to_string()),
+                    factory,
+                }
+            })
+            .collect();
+        return Ok((variants, Protocol::Json, name));
+    }
+    if args.constrain.is_some() {
+        eprintln!("note: --constrain applies to the embedded model only; ignored");
+    }
+    let setup = setup::model(args)?;
+    let name = setup.model.name().to_string();
+    Ok((vec![Variant::single(setup.factory)], setup.protocol, name))
+}
+
+/// `corrigible bench model`: the embedded model's prefill and decode speed.
+async fn bench_model(args: BenchModelArgs) -> anyhow::Result<()> {
+    if args.prompt_tokens.is_empty() || args.prompt_tokens.contains(&0) {
+        bail!("--prompt-tokens: give one or more lengths above 0");
+    }
+    if args.decode_tokens == 0 {
+        bail!("--decode-tokens: must be at least 1");
+    }
+    let path = match args.model_path {
+        Some(path) => path,
+        None => corrigible_local::resolve_model_path()?,
+    };
+    let config = LocalConfig::new(path);
+    let report = tokio::task::spawn_blocking(move || {
+        corrigible_local::bench::bench_model(config, &args.prompt_tokens, args.decode_tokens)
+    })
+    .await
+    .context("the benchmark thread failed")??;
+    println!("{report}");
+    Ok(())
+}
