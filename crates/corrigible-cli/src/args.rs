@@ -80,6 +80,14 @@ pub struct ToolArgs {
     /// Base URL of the Open-Meteo forecast API.
     #[arg(long, env = "CORRIGIBLE_WEATHER_FORECAST_URL")]
     pub weather_forecast_url: Option<String>,
+    /// Worked examples shown before the request, as a JSON array of
+    /// `{"request", "steps": [{"reason", "tool", "input", "result"}], "answer"}`
+    /// (default: one built-in example that uses a tool and one answered directly).
+    #[arg(long, value_name = "FILE", conflicts_with = "no_examples")]
+    pub examples: Option<std::path::PathBuf>,
+    /// Show no worked examples.
+    #[arg(long)]
+    pub no_examples: bool,
 }
 
 /// Every bound, as flags (unset flags keep the defaults).

@@ -116,9 +116,11 @@ fn build_agent(
     setup::merge(model_args, tool_args, &file);
     let model = setup::model(model_args)?;
     let tools = setup::tools(tool_args)?;
+    let examples = setup::examples(tool_args, &tools)?;
     let policy = setup::policy(file.policy()?, bounds)?;
     let mut builder = Agent::builder_shared(model.model.clone())
         .tools(tools)
+        .worked_examples(examples)
         .policy(policy)
         .protocol(model.protocol);
     if let Some(template) = &file.feedback.template {

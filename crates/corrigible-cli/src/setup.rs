@@ -5,7 +5,7 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use corrigible::policy::{Backoff, BreakerPolicy};
-use corrigible::{Model, Policy, Protocol, ToolRegistry};
+use corrigible::{Model, Policy, Protocol, ToolRegistry, WorkedExample};
 use corrigible_local::{Constrain, LocalConfig, LocalModel};
 use corrigible_models::{ModelSpec, ProviderOptions};
 use corrigible_tools::{BuiltinConfig, WeatherConfig, builtin_registry};
@@ -21,6 +21,27 @@ pub struct ModelSetup {
     pub protocol: Protocol,
     /// A fresh model for each run: a replay restarts from its first line, others are shared.
     pub factory: corrigible_server::ModelFactory,
+}
+
+/// The worked examples: none with `--no-examples`, the file given by `--examples`, else the
+/// built-in ones for the registered tools.
+pub fn examples(args: &ToolArgs, tools: &ToolRegistry) -> anyhow::Result<Vec<WorkedExample>> {
+    if args.no_examples {
+        return Ok(Vec::new());
+    }
+    match &args.examples {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--examples: cannot read {}", path.display()))?;
+            serde_json::from_str(&text).with_context(|| {
+                format!(
+                    "--examples: {} is not a JSON array of worked examples",
+                    path.display()
+                )
+            })
+        }
+        None => Ok(corrigible_tools::builtin_examples(&tools.names())),
+    }
 }
 
 /// Fills unset flags from the configuration file.

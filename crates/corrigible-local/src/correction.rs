@@ -1,5 +1,6 @@
 //! How a correction round is decoded: greedy under the narrowed schema first, then seeded
-//! samples while the reply would repeat what was rejected.
+//! samples while the reply would repeat what was rejected, then greedy again under the
+//! stricter fallback rule (see [`corrigible::Allowed::fallback`]).
 
 use corrigible::{Allowed, CorrectionContext};
 
@@ -7,7 +8,7 @@ use crate::config::{Constrain, LocalConfig};
 use crate::sampler::Sampler;
 
 /// Most seeded samples tried after a correction reply that repeats the rejected one.
-pub const MAX_RESAMPLES: u32 = 4;
+pub const MAX_RESAMPLES: u32 = 2;
 
 /// Temperature of a correction round's samples.
 pub const CORRECTION_TEMPERATURE: f64 = 0.8;
@@ -27,6 +28,8 @@ pub(crate) struct CorrectionDecoding<'a> {
     config: &'a LocalConfig,
     round: u32,
     attempt: u32,
+    repeats: u32,
+    fell_back: bool,
 }
 
 impl<'a> CorrectionDecoding<'a> {
@@ -35,6 +38,8 @@ impl<'a> CorrectionDecoding<'a> {
             config,
             round: correction.round,
             attempt: 0,
+            repeats: 0,
+            fell_back: false,
         }
     }
 
@@ -67,13 +72,25 @@ impl<'a> CorrectionDecoding<'a> {
         }
     }
 
-    /// Moves to the next seeded sample; `false` when the samples are used up.
+    /// Moves to the next seeded sample after a repeat; `false` when the samples are used up.
     pub fn next_attempt(&mut self) -> bool {
-        if self.attempt >= MAX_RESAMPLES {
+        self.repeats += 1;
+        if self.attempt >= MAX_RESAMPLES || self.fell_back {
             return false;
         }
         self.attempt += 1;
         true
+    }
+
+    /// Starts over greedily under the stricter fallback rule.
+    pub fn fall_back(&mut self) {
+        self.fell_back = true;
+        self.attempt = 0;
+    }
+
+    /// Whether the fallback rule is in force.
+    pub fn fell_back(&self) -> bool {
+        self.fell_back
     }
 
     /// How the accepted attempt was decoded, e.g.
@@ -94,8 +111,8 @@ impl<'a> CorrectionDecoding<'a> {
             Constrain::Envelope | Constrain::Off => "envelope",
         };
         let mut label = format!("{sampling}+{grammar} narrowed={allowed}");
-        if self.attempt > 0 {
-            label.push_str(&format!(" repeats={}", self.attempt));
+        if self.repeats > 0 {
+            label.push_str(&format!(" repeats={}", self.repeats));
         }
         label
     }
@@ -138,8 +155,30 @@ mod tests {
         assert!(
             plan.label(Constrain::Schema, &Allowed::FinalOnly)
                 .ends_with(&format!(
-                    "+schema narrowed=final_only repeats={MAX_RESAMPLES}"
+                    "+schema narrowed=final_only repeats={}",
+                    MAX_RESAMPLES + 1
                 ))
+        );
+    }
+
+    #[test]
+    fn the_fallback_starts_greedy_and_keeps_counting_repeats() {
+        let config = LocalConfig::new("m.gguf");
+        let mut plan = CorrectionDecoding::new(&config, &context());
+        while plan.next_attempt() {}
+        plan.fall_back();
+        assert!(plan.fell_back());
+        assert!(matches!(plan.sampler(), Sampler::Greedy));
+        assert!(!plan.next_attempt());
+        let allowed = Allowed::ToolsExcept {
+            tools: vec!["calculator".into()],
+        };
+        assert_eq!(
+            plan.label(Constrain::Schema, &allowed),
+            format!(
+                "greedy+schema narrowed=tools_except(calculator) repeats={}",
+                MAX_RESAMPLES + 2
+            )
         );
     }
 

@@ -280,15 +280,26 @@ impl Inner {
         tokens: &[u32],
         constrain: Constrain,
     ) -> Result<ModelReply, LocalError> {
-        let allowed = correction.allowed();
-        let schema = narrowed_schema(&request.tools, constrain, &allowed);
+        let mut allowed = correction.allowed();
         let mut plan = CorrectionDecoding::new(&self.config, correction);
         let mut output_tokens = 0;
         loop {
+            let schema = narrowed_schema(&request.tools, constrain, &allowed);
             let generation = self.generate_with(tokens, Some(&schema), plan.sampler())?;
             output_tokens += generation.tokens.len();
             let text = self.tokenizer.decode(&generation.tokens)?;
-            if !correction.repeats(&text) || !plan.next_attempt() {
+            let done = if !correction.repeats(&text) {
+                true
+            } else if plan.next_attempt() {
+                false
+            } else if let Some(stricter) = allowed.fallback().filter(|_| !plan.fell_back()) {
+                allowed = stricter;
+                plan.fall_back();
+                false
+            } else {
+                true
+            };
+            if done {
                 let label = plan.label(constrain, &allowed);
                 return Ok(reply(text, tokens, &generation, output_tokens, label));
             }

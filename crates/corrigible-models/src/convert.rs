@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use corrigible::tool::FINAL_ANSWER;
-use corrigible::{Category, Message, MessageKind, ModelRequest, Protocol, Role};
+use corrigible::{Allowed, Message, MessageKind, ModelRequest, Protocol, Role};
 use serde_json::{Map, Value, json};
 
 /// The content of the result added for a tool call the conversation never answered.
@@ -87,21 +87,53 @@ fn orphan(result: &Message) -> Message {
     Message::user(result.kind, format!("{what} `{tool}`: {}", result.content))
 }
 
-/// The tool a correction round should be narrowed to, under the native protocol: `final_answer`
-/// once the slot has repeated failed actions twice, else the tool whose input was rejected.
+/// The tool a correction round is narrowed to under the native protocol, from what the
+/// correction still allows ([`corrigible::Allowed`]): the tool whose input was rejected, or
+/// `final_answer` when only a final answer is left (after two repeated failed actions).
 pub(crate) fn forced_tool(request: &ModelRequest) -> Option<&str> {
     let correction = request.correction.as_ref()?;
     if request.protocol != Protocol::Native {
         return None;
     }
     let declared = |name: &str| request.tools.iter().any(|t| t.name == name);
-    if correction.repeated_in_slot >= 2 && declared(FINAL_ANSWER) {
-        return Some(FINAL_ANSWER);
+    let forced = match correction.allowed() {
+        Allowed::FinalOnly => FINAL_ANSWER,
+        Allowed::ToolOrFinal { tool } => correction.tool.as_deref().filter(|t| *t == tool)?,
+        _ => return None,
+    };
+    declared(forced).then_some(forced)
+}
+
+/// Whether `schema` meets OpenAI's strict mode: every object lists its properties, requires all
+/// of them and allows no others, at every depth. A forced correction round then declares the
+/// tool `strict`, so the provider itself holds the arguments to the schema.
+pub(crate) fn strict_compatible(schema: &Value) -> bool {
+    let Some(map) = schema.as_object() else {
+        return true;
+    };
+    let is_object = map.get("type").and_then(Value::as_str) == Some("object");
+    if is_object {
+        let Some(props) = map.get("properties").and_then(Value::as_object) else {
+            return false;
+        };
+        let required: HashSet<&str> = map
+            .get("required")
+            .and_then(Value::as_array)
+            .map(|r| r.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        if map.get("additionalProperties") != Some(&Value::Bool(false))
+            || props.keys().any(|k| !required.contains(k.as_str()))
+        {
+            return false;
+        }
     }
-    match (&correction.category, &correction.tool) {
-        (Category::InvalidToolInput, Some(tool)) if declared(tool) => Some(tool.as_str()),
-        _ => None,
-    }
+    map.iter()
+        .filter(|(k, _)| !matches!(k.as_str(), "const" | "enum" | "default" | "examples"))
+        .all(|(_, v)| match v {
+            Value::Object(_) => strict_compatible(v),
+            Value::Array(items) => items.iter().all(strict_compatible),
+            _ => true,
+        })
 }
 
 /// Ids for tool calls that arrive without one: `call_1`, `call_2`, … per model.
@@ -119,6 +151,31 @@ mod tests {
     use corrigible::ToolCall;
 
     use super::*;
+
+    #[test]
+    fn strict_mode_needs_closed_objects_that_require_everything() {
+        let closed = json!({
+            "type": "object",
+            "properties": {"city": {"type": "string"}},
+            "required": ["city"],
+            "additionalProperties": false
+        });
+        assert!(strict_compatible(&closed));
+        let mut optional = closed.clone();
+        optional["required"] = json!([]);
+        assert!(!strict_compatible(&optional));
+        let mut open = closed.clone();
+        open.as_object_mut()
+            .map(|m| m.remove("additionalProperties"));
+        assert!(!strict_compatible(&open));
+        let nested = json!({
+            "type": "object",
+            "properties": {"inner": {"type": "object", "properties": {}}},
+            "required": ["inner"],
+            "additionalProperties": false
+        });
+        assert!(!strict_compatible(&nested));
+    }
 
     #[test]
     fn arguments_become_objects() {

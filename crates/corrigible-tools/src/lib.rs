@@ -14,6 +14,7 @@
 #![deny(missing_docs)]
 
 pub mod calculator;
+pub mod examples;
 #[cfg(feature = "fake-server")]
 pub mod fake;
 pub mod registry;
@@ -21,6 +22,7 @@ pub mod time;
 pub mod weather;
 
 pub use calculator::{CALCULATOR, Calculator, CalculatorInput};
+pub use examples::builtin_examples;
 pub use registry::{
     BUILTIN_TOOLS, BuiltinConfig, BuiltinError, builtin_registry, register_builtins,
 };

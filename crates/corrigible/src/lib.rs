@@ -10,6 +10,7 @@
 pub mod agent;
 pub mod context;
 pub mod decision;
+pub mod examples;
 pub mod feedback;
 pub mod fingerprint;
 pub mod message;
@@ -25,6 +26,7 @@ pub mod trace;
 
 pub use agent::{Agent, AgentBuilder, BuildError, OutputValidator, RunError, RunOptions};
 pub use decision::{Action, Decision, Final};
+pub use examples::{ExampleStep, WorkedExample};
 pub use message::{Message, MessageKind, Role, ToolCall};
 pub use model::{
     CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec, Usage,

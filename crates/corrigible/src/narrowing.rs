@@ -28,6 +28,12 @@ pub enum Allowed {
         /// Fingerprints of the actions that already failed in this run.
         failed: Vec<String>,
     },
+    /// An action on any tool but these, or a final answer: the fallback of `ActionsExcept`
+    /// for a decoder that cannot exclude one exact input.
+    ToolsExcept {
+        /// The excluded tools.
+        tools: Vec<String>,
+    },
     /// An action, or a final answer that admits the request was not fulfilled.
     ActionOrUnsatisfiedFinal,
     /// Only a final answer.
@@ -41,6 +47,7 @@ impl Allowed {
             Allowed::AnyDecision => "any_decision".into(),
             Allowed::ToolOrFinal { tool } => format!("tool_or_final({tool})"),
             Allowed::ActionsExcept { failed } => format!("actions_except({})", failed.len()),
+            Allowed::ToolsExcept { tools } => format!("tools_except({})", tools.join(",")),
             Allowed::ActionOrUnsatisfiedFinal => "action_or_unsatisfied_final".into(),
             Allowed::FinalOnly => "final_only".into(),
         }
@@ -54,9 +61,30 @@ impl Allowed {
             (Allowed::ActionsExcept { failed }, Decision::Action(a)) => {
                 !failed.contains(&fingerprint(&a.tool, &a.input))
             }
+            (Allowed::ToolsExcept { tools }, Decision::Action(a)) => !tools.contains(&a.tool),
             (Allowed::ActionOrUnsatisfiedFinal, Decision::Final(f)) => !f.satisfied,
             (Allowed::FinalOnly, Decision::Action(_)) => false,
             (_, Decision::Final(_)) | (_, Decision::Action(_)) => true,
+        }
+    }
+}
+
+impl Allowed {
+    /// A stricter rule to fall back on when replies under this one keep repeating the rejected
+    /// reply: the failed actions' tools are excluded altogether. `None` when there is none.
+    pub fn fallback(&self) -> Option<Allowed> {
+        match self {
+            Allowed::ActionsExcept { failed } => {
+                let mut tools: Vec<String> = failed
+                    .iter()
+                    .filter_map(|f| f.split_once(':').map(|(tool, _)| tool.to_string()))
+                    .collect();
+                tools.sort();
+                tools.dedup();
+                Some(Allowed::ToolsExcept { tools })
+            }
+            Allowed::ToolOrFinal { .. } => Some(Allowed::FinalOnly),
+            _ => None,
         }
     }
 }
@@ -173,6 +201,17 @@ mod tests {
         let except = context(Category::RepeatedFailedAction, None, 1).allowed();
         assert!(!except.permits(&action("calc", json!({"x": 1.0}))));
         assert!(except.permits(&action("calc", json!({"x": 2}))));
+
+        let fallback = except.fallback().expect("a fallback");
+        assert_eq!(
+            fallback,
+            Allowed::ToolsExcept {
+                tools: vec!["calc".into()]
+            }
+        );
+        assert!(!fallback.permits(&action("calc", json!({"x": 2}))));
+        assert!(fallback.permits(&action("time", json!({}))));
+        assert_eq!(Allowed::AnyDecision.fallback(), None);
 
         assert!(!Allowed::FinalOnly.permits(&action("calc", json!({}))));
         assert!(Allowed::FinalOnly.permits(&answer(true)));

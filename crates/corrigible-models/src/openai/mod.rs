@@ -10,7 +10,9 @@ use corrigible::{
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
-use crate::convert::{CallIds, answer_every_call, arguments_object, forced_tool};
+use crate::convert::{
+    CallIds, answer_every_call, arguments_object, forced_tool, strict_compatible,
+};
 use crate::error::ModelsError;
 use crate::http::Transport;
 use crate::options::ProviderOptions;
@@ -56,6 +58,7 @@ impl OpenAiModel {
 
     fn body<'a>(&'a self, request: &'a ModelRequest) -> ChatRequest<'a> {
         let native = request.protocol == Protocol::Native;
+        let forced = forced_tool(request);
         let tools = if native {
             request
                 .tools
@@ -66,14 +69,17 @@ impl OpenAiModel {
                         name: &t.name,
                         description: &t.description,
                         parameters: &t.parameters,
+                        strict: (forced == Some(t.name.as_str())
+                            && strict_compatible(&t.parameters))
+                        .then_some(true),
                     },
                 })
                 .collect()
         } else {
             Vec::new()
         };
-        let tool_choice = forced_tool(request)
-            .map(|name| json!({"type": "function", "function": {"name": name}}));
+        let tool_choice =
+            forced.map(|name| json!({"type": "function", "function": {"name": name}}));
         ChatRequest {
             model: &self.model,
             messages: answer_every_call(&request.messages)

@@ -53,6 +53,8 @@ pub(crate) struct FunctionDecl<'a> {
     pub name: &'a str,
     pub description: &'a str,
     pub parameters: &'a Value,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub strict: Option<bool>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 
 use super::{Agent, OutputValidator};
 use crate::context::ContextBudget;
+use crate::examples::{WorkedExample, example_messages};
 use crate::feedback::{FeedbackTemplate, TemplateError};
 use crate::message::Message;
 use crate::model::{Model, Protocol};
@@ -41,6 +42,7 @@ pub struct AgentBuilder {
     validators: Vec<Arc<dyn OutputValidator>>,
     output: Option<serde_json::Value>,
     examples: Vec<Message>,
+    worked: Vec<WorkedExample>,
     errors: Vec<BuildError>,
 }
 
@@ -58,6 +60,7 @@ impl AgentBuilder {
             validators: Vec::new(),
             output: None,
             examples: Vec::new(),
+            worked: Vec::new(),
             errors: Vec::new(),
         }
     }
@@ -126,9 +129,16 @@ impl AgentBuilder {
         self
     }
 
-    /// Adds worked example turns shown before the request.
+    /// Sets raw example turns shown before the request (after any worked examples).
     pub fn examples(mut self, examples: Vec<Message>) -> Self {
         self.examples = examples;
+        self
+    }
+
+    /// Sets worked examples, rendered as chat turns in the agent's protocol before the request.
+    /// An example that calls a tool the agent does not have is left out.
+    pub fn worked_examples(mut self, examples: Vec<WorkedExample>) -> Self {
+        self.worked = examples;
         self
     }
 
@@ -179,6 +189,13 @@ impl AgentBuilder {
         let breakers = self
             .breakers
             .unwrap_or_else(|| Arc::new(CircuitBreakers::new(self.policy.breaker)));
+        let usable: Vec<WorkedExample> = self
+            .worked
+            .into_iter()
+            .filter(|e| e.tools().all(|t| self.tools.get(t).is_some()))
+            .collect();
+        let mut examples = example_messages(&usable, self.protocol);
+        examples.extend(self.examples);
         Ok(Agent {
             model: self.model,
             tools: self.tools,
@@ -190,7 +207,7 @@ impl AgentBuilder {
             context: self.context,
             validators: self.validators,
             output,
-            examples: self.examples,
+            examples,
         })
     }
 }

@@ -83,6 +83,14 @@ pub fn allowed_schema(tools: &[ToolSpec], mode: SchemaMode, allowed: &Allowed) -
             }
             schema
         }
+        Allowed::ToolsExcept { tools: excluded } => {
+            let rest: Vec<ToolSpec> = tools
+                .iter()
+                .filter(|t| !excluded.contains(&t.name))
+                .cloned()
+                .collect();
+            decision_schema(&rest, mode)
+        }
         Allowed::FinalOnly => json!({"anyOf": [final_branch()]}),
     }
 }
@@ -157,6 +165,18 @@ mod tests {
         let b = branches(&s);
         assert_eq!(b.len(), 3);
         assert_eq!(b[2]["properties"]["satisfied"], json!({"const": false}));
+    }
+
+    #[test]
+    fn tools_except_drops_their_branches() {
+        let allowed = Allowed::ToolsExcept {
+            tools: vec!["calc".into()],
+        };
+        let b = branches(&allowed_schema(&tools(), SchemaMode::Full, &allowed));
+        assert_eq!(b.len(), 2);
+        assert_eq!(b[0]["properties"]["tool"], json!({"const": "time"}));
+        let b = branches(&allowed_schema(&tools(), SchemaMode::Envelope, &allowed));
+        assert_eq!(b[0]["properties"]["tool"], json!({"enum": ["time"]}));
     }
 
     #[test]

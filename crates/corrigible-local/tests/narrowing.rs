@@ -1,0 +1,263 @@
+//! Correction rounds on the real embedded model: each narrowing rule puts the narrowed grammar
+//! in force, and the corrected reply never repeats the rejected one.
+//!
+//! Each test first takes the model's own greedy reply to a conversation, then asks for a
+//! correction of exactly that reply on the same conversation: without narrowing and
+//! resampling, greedy decoding would give the same reply again.
+
+mod common;
+
+use corrigible::decision::parse_text;
+use corrigible::fingerprint::fingerprint;
+use corrigible::{
+    Allowed, Category, CorrectionContext, Decision, Message, MessageKind, ModelReply, ModelRequest,
+    Stage,
+};
+use std::sync::{Mutex, MutexGuard};
+
+use corrigible_local::{Constrain, LocalModel};
+
+/// The tests take turns, and each starts from a cold cache, so that runs are reproducible.
+static SERIAL: Mutex<()> = Mutex::new(());
+
+fn serial() -> MutexGuard<'static, ()> {
+    let guard = SERIAL.lock().unwrap_or_else(|p| p.into_inner());
+    if let Some(model) = common::model() {
+        model.reset_cache();
+    }
+    guard
+}
+
+fn ask(model: &LocalModel, request: &ModelRequest) -> ModelReply {
+    model.complete_blocking(request).expect("the model answers")
+}
+
+fn text(reply: &ModelReply) -> String {
+    reply.text.clone().unwrap_or_default()
+}
+
+fn correction_of(
+    request: &ModelRequest,
+    category: Category,
+    rejected: &str,
+    tool: Option<&str>,
+    failed_actions: Vec<String>,
+    repeated_in_slot: u32,
+) -> ModelRequest {
+    let mut corrected = request.clone();
+    corrected.stage = Stage::new(1, 1);
+    corrected.correction = Some(CorrectionContext {
+        category,
+        rejected_reply: rejected.to_string(),
+        tool: tool.map(String::from),
+        failed_actions,
+        round: 1,
+        repeated_in_slot,
+    });
+    corrected
+}
+
+fn decision(text: &str) -> Decision {
+    parse_text(text, false)
+        .decision
+        .unwrap_or_else(|r| panic!("a narrowed reply parses without repair: {r} in {text}"))
+}
+
+fn decoding(reply: &ModelReply) -> String {
+    reply.decoding.clone().unwrap_or_default()
+}
+
+/// A conversation where the calculator has just failed.
+fn after_a_failed_calculation() -> ModelRequest {
+    let mut request = common::request("What is 17 * 23?", common::tools());
+    request.messages.push(Message::assistant(
+        MessageKind::Reply,
+        r#"{"state":"action","reason":"multiply","tool":"calculator","tool_input":{"expression":"17 * 23"}}"#,
+        Vec::new(),
+    ));
+    request.messages.push(Message::user(
+        MessageKind::ToolResult,
+        r#"<tool_result tool="calculator" status="error">the calculator is out of service</tool_result>"#,
+    ));
+    request
+}
+
+#[test]
+fn invalid_tool_input_allows_that_tool_with_its_exact_schema_or_a_final() {
+    let _turn = serial();
+    let Some(base) = common::model() else { return };
+    let model = base.with_constrain(Constrain::Off);
+    let request = common::request("What is 17 * 23?", common::tools());
+    let rejected = text(&ask(&model, &request));
+    let correction = correction_of(
+        &request,
+        Category::InvalidToolInput,
+        &rejected,
+        Some("calculator"),
+        Vec::new(),
+        0,
+    );
+    let reply = ask(&model, &correction);
+    assert!(
+        decoding(&reply).contains("narrowed=tool_or_final(calculator)"),
+        "{}",
+        decoding(&reply)
+    );
+    let corrected = text(&reply);
+    assert_ne!(corrected.trim(), rejected.trim());
+    match decision(&corrected) {
+        Decision::Action(a) => {
+            assert_eq!(a.tool, "calculator");
+            assert!(a.input["expression"].is_string(), "{}", a.input);
+        }
+        Decision::Final(_) => {}
+    }
+}
+
+#[test]
+fn unknown_tool_allows_the_registered_tools_only() {
+    let _turn = serial();
+    let Some(base) = common::model() else { return };
+    let model = base.with_constrain(Constrain::Off);
+    let request = common::request("What time is it in Tokyo?", common::tools());
+    let rejected = text(&ask(&model, &request));
+    let correction = correction_of(
+        &request,
+        Category::UnknownTool,
+        &rejected,
+        Some("clock"),
+        Vec::new(),
+        0,
+    );
+    let reply = ask(&model, &correction);
+    assert!(decoding(&reply).contains("+envelope narrowed=any_decision"));
+    let corrected = text(&reply);
+    assert_ne!(corrected.trim(), rejected.trim());
+    if let Decision::Action(a) = decision(&corrected) {
+        assert!(["calculator", "time", "weather"].contains(&a.tool.as_str()));
+    }
+}
+
+fn repeated_failure(model: &LocalModel, repeated_in_slot: u32) -> (String, ModelReply) {
+    let request = after_a_failed_calculation();
+    let rejected = text(&ask(model, &request));
+    let Decision::Action(action) = decision(&rejected) else {
+        panic!("expected the model to retry an action after the failure, got {rejected}");
+    };
+    let correction = correction_of(
+        &request,
+        Category::RepeatedFailedAction,
+        &rejected,
+        Some(&action.tool),
+        vec![fingerprint(&action.tool, &action.input)],
+        repeated_in_slot,
+    );
+    (rejected, ask(model, &correction))
+}
+
+#[test]
+fn repeated_failed_action_allows_any_other_action_sampled_with_a_seed() {
+    let _turn = serial();
+    let Some(model) = common::model() else { return };
+    let (rejected, reply) = repeated_failure(model, 1);
+    let label = decoding(&reply);
+    assert!(
+        label.contains("narrowed=actions_except(1)")
+            || label.contains("narrowed=tools_except(calculator)"),
+        "{label}"
+    );
+    assert!(label.contains("repeats="), "greedy repeats here: {label}");
+    let corrected = text(&reply);
+    assert_ne!(corrected.trim(), rejected.trim());
+    let Decision::Action(failed) = decision(&rejected) else {
+        unreachable!("checked in repeated_failure")
+    };
+    let allowed = Allowed::ActionsExcept {
+        failed: vec![fingerprint(&failed.tool, &failed.input)],
+    };
+    assert!(allowed.permits(&decision(&corrected)), "{corrected}");
+}
+
+/// A correction of the model's own envelope-constrained greedy reply: greedy would repeat it
+/// word for word, so the round is sampled.
+fn sampled_correction(model: &LocalModel) -> ModelReply {
+    let model = model.with_constrain(Constrain::Envelope);
+    let request = common::request("What is 17 * 23?", common::tools());
+    let rejected = text(&ask(&model, &request));
+    let correction = correction_of(
+        &request,
+        Category::InvalidJson,
+        &rejected,
+        None,
+        Vec::new(),
+        0,
+    );
+    let reply = ask(&model, &correction);
+    assert_ne!(text(&reply).trim(), rejected.trim());
+    reply
+}
+
+#[test]
+fn a_sampled_correction_is_reproducible_with_its_seed() {
+    let _turn = serial();
+    let Some(model) = common::model() else { return };
+    let first = sampled_correction(model);
+    assert!(
+        decoding(&first).starts_with("sampled("),
+        "{}",
+        decoding(&first)
+    );
+    assert!(
+        decoding(&first).contains("repeats=1"),
+        "{}",
+        decoding(&first)
+    );
+    model.reset_cache();
+    let again = sampled_correction(model);
+    assert_eq!(decoding(&first), decoding(&again));
+    assert_eq!(text(&first), text(&again));
+    let Some(other) = common::model_with(|c| c.seed = 12345) else {
+        return;
+    };
+    let reseeded = sampled_correction(&other);
+    assert_ne!(
+        decoding(&first),
+        decoding(&reseeded),
+        "the seed is in the label"
+    );
+    other.reset_cache();
+    assert_eq!(text(&reseeded), text(&sampled_correction(&other)));
+}
+
+#[test]
+fn a_second_repeated_failure_allows_only_a_final() {
+    let _turn = serial();
+    let Some(model) = common::model() else { return };
+    let (_, reply) = repeated_failure(model, 2);
+    assert!(decoding(&reply).contains("narrowed=final_only"));
+    assert!(matches!(decision(&text(&reply)), Decision::Final(_)));
+}
+
+#[test]
+fn ungrounded_final_allows_an_action_or_an_unsatisfied_final() {
+    let _turn = serial();
+    let Some(model) = common::model() else { return };
+    let request = after_a_failed_calculation();
+    let rejected =
+        r#"{"state":"final","satisfied":true,"final_summary":"17 * 23 = 391."}"#.to_string();
+    let correction = correction_of(
+        &request,
+        Category::UngroundedFinal,
+        &rejected,
+        None,
+        Vec::new(),
+        0,
+    );
+    let reply = ask(model, &correction);
+    assert!(decoding(&reply).contains("narrowed=action_or_unsatisfied_final"));
+    let corrected = text(&reply);
+    assert_ne!(corrected.trim(), rejected.trim());
+    if let Decision::Final(f) = decision(&corrected) {
+        assert!(!f.satisfied, "{corrected}");
+    }
+}
