@@ -82,8 +82,12 @@ pub async fn run_suite(
     let mut results = Vec::new();
     for (index, task) in suite.tasks.iter().enumerate() {
         let registry = suite.registry(task)?;
+        // The same worked examples as `corrigible run` by default: one for a registered
+        // built-in tool, if any, and one answered directly.
+        let examples = corrigible_tools::builtin_examples(&registry.names());
         let agent = Agent::builder_shared((variants[0].factory)())
             .tools(registry)
+            .worked_examples(examples)
             .protocol(config.protocol)
             .build()
             .map_err(|e| BenchError::Agent {

@@ -92,9 +92,15 @@ impl Model for ByPrompt {
         let is_result = |m: &&corrigible::Message| {
             (m.kind == MessageKind::ToolResult || m.role == Role::Tool) && !m.is_error
         };
-        let results = request.messages.iter().filter(is_result).count();
-        let since = request
+        // Only the turns after the request count (worked examples come before it).
+        let start = request
             .messages
+            .iter()
+            .position(|m| m.kind == MessageKind::Request)
+            .unwrap_or(0);
+        let turns = &request.messages[start..];
+        let results = turns.iter().filter(is_result).count();
+        let since = turns
             .iter()
             .rev()
             .take_while(|m| !is_result(m))
