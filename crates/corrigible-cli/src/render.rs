@@ -107,6 +107,10 @@ impl TraceSink for LiveTrace {
                 } else {
                     String::new()
                 };
+                let decoded = match &record.decoding {
+                    Some(d) if record.stage.is_correction() => format!(", decoded {d}"),
+                    _ => String::new(),
+                };
                 let identical = if record.identical_retry {
                     s.red("  identical to the rejected reply")
                 } else {
@@ -116,7 +120,7 @@ impl TraceSink for LiveTrace {
                     "{:<24} {}{identical}",
                     s.cyan(record.stage.as_str()),
                     s.dim(&format!(
-                        "{:.0} ms, {} → {} tokens{reused}{retries}",
+                        "{:.0} ms, {} → {} tokens{reused}{retries}{decoded}",
                         record.latency_ms, record.input_tokens, record.output_tokens
                     ))
                 ))

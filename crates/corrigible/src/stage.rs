@@ -23,6 +23,11 @@ impl Stage {
     pub fn as_str(&self) -> &str {
         &self.0
     }
+
+    /// Whether this call is a correction round.
+    pub fn is_correction(&self) -> bool {
+        self.0.contains("_correction_")
+    }
 }
 
 impl fmt::Display for Stage {
