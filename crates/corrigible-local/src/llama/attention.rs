@@ -1,0 +1,47 @@
+//! Causal grouped-query attention of new positions over the key/value cache.
+
+use super::cache::KvCache;
+use super::load::Hyper;
+use super::parallel::for_each_piece;
+use super::vector::{axpy, dot, softmax};
+
+/// Attends the queries of the `seq` new positions (at `pos..pos + seq`, their keys and values
+/// already in `cache`) and writes `seq * n_head * head_dim` values to `out`.
+///
+/// `qkv` holds, per position, the rotated queries of every head, then keys and values.
+pub fn attend(qkv: &[f32], cache: &KvCache, h: &Hyper, pos: usize, seq: usize, out: &mut Vec<f32>) {
+    let hd = h.head_dim;
+    let (q_width, kv_width) = (h.n_head * hd, h.n_kv_head * hd);
+    let qkv_width = q_width + 2 * kv_width;
+    let n_rep = h.n_head / h.n_kv_head.max(1);
+    let scale = (1.0 / (hd as f64).sqrt()) as f32;
+    let (keys, values) = (cache.keys(), cache.values());
+    out.clear();
+    out.resize(seq * q_width, 0.0);
+    for_each_piece(out, seq * h.n_head, hd, 1, |items, piece| {
+        let mut scores = Vec::with_capacity(pos + seq);
+        for (item, o) in items.zip(piece.chunks_exact_mut(hd)) {
+            let (t, head) = (item / h.n_head, item % h.n_head);
+            let Some(q) = qkv.get(t * qkv_width + head * hd..t * qkv_width + (head + 1) * hd)
+            else {
+                return;
+            };
+            let kv_off = (head / n_rep) * hd;
+            let kv_len = (pos + t + 1).min(keys.len() / kv_width.max(1));
+            scores.clear();
+            scores.extend((0..kv_len).map(|j| {
+                let k = &keys[j * kv_width + kv_off..j * kv_width + kv_off + hd];
+                dot(q, k) * scale
+            }));
+            softmax(&mut scores);
+            o.fill(0.0);
+            for (j, p) in scores.iter().enumerate() {
+                axpy(
+                    o,
+                    *p,
+                    &values[j * kv_width + kv_off..j * kv_width + kv_off + hd],
+                );
+            }
+        }
+    });
+}
