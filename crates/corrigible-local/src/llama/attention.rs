@@ -3,7 +3,7 @@
 use super::cache::KvCache;
 use super::load::Hyper;
 use super::parallel::for_each_piece;
-use super::vector::{axpy, dot, softmax};
+use super::vector::{HeadView, attend_head};
 
 /// Attends the queries of the `seq` new positions (at `pos..pos + seq`, their keys and values
 /// already in `cache`) and writes `seq * n_head * head_dim` values to `out`.
@@ -26,22 +26,14 @@ pub fn attend(qkv: &[f32], cache: &KvCache, h: &Hyper, pos: usize, seq: usize, o
             else {
                 return;
             };
-            let kv_off = (head / n_rep) * hd;
-            let kv_len = (pos + t + 1).min(keys.len() / kv_width.max(1));
-            scores.clear();
-            scores.extend((0..kv_len).map(|j| {
-                let k = &keys[j * kv_width + kv_off..j * kv_width + kv_off + hd];
-                dot(q, k) * scale
-            }));
-            softmax(&mut scores);
-            o.fill(0.0);
-            for (j, p) in scores.iter().enumerate() {
-                axpy(
-                    o,
-                    *p,
-                    &values[j * kv_width + kv_off..j * kv_width + kv_off + hd],
-                );
-            }
+            let view = HeadView {
+                keys,
+                values,
+                stride: kv_width,
+                offset: (head / n_rep) * hd,
+                len: (pos + t + 1).min(keys.len() / kv_width.max(1)),
+            };
+            attend_head(q, view, scale, &mut scores, o);
         }
     });
 }

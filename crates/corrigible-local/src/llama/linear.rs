@@ -42,7 +42,9 @@ impl Linear {
         if dims.iter().any(|d| d.1 != cols) {
             candle_core::bail!("stacked matrices of different widths: {dims:?}");
         }
-        if parts.iter().all(|p| p.dtype() == GgmlDType::Q8_0) {
+        // Parts are stacked by groups of four rows.
+        let stackable = dims.iter().rev().skip(1).all(|d| d.0.is_multiple_of(4));
+        if stackable && parts.iter().all(|p| p.dtype() == GgmlDType::Q8_0) {
             let mut matrices = Vec::with_capacity(parts.len());
             for (p, (rows, cols)) in parts.iter().zip(&dims) {
                 matrices

@@ -20,6 +20,9 @@ pub enum Q8Error {
     /// The row length is not a whole number of blocks.
     #[error("row length {0} is not a multiple of {BLOCK}")]
     RowLength(usize),
+    /// A stacked part other than the last has a row count that is not a multiple of four.
+    #[error("cannot stack a part of {0} rows: not a multiple of 4")]
+    Stack(usize),
     /// The raw data does not hold `rows` rows of `cols` values.
     #[error("{got} bytes of Q8_0 data for a {rows}x{cols} matrix")]
     DataSize {
@@ -78,13 +81,28 @@ impl Q8Vectors {
     }
 }
 
-/// A weight matrix in Q8_0, `rows` rows of `cols` values, scales widened to f32.
+/// One block of four consecutive weight rows: their scales, then their 32 quants each, so that
+/// the kernel reads the matrix as one sequential stream.
+#[derive(Debug, Clone, Copy)]
+#[repr(C)]
+struct Quad {
+    d: [f32; 4],
+    q: [[i8; BLOCK]; 4],
+}
+
+const EMPTY_QUAD: Quad = Quad {
+    d: [0.0; 4],
+    q: [[0; BLOCK]; 4],
+};
+
+/// A weight matrix in Q8_0, `rows` rows of `cols` values, scales widened to f32, stored by
+/// groups of four rows (the last group padded with zero rows).
 #[derive(Debug, Clone)]
 pub struct Q8Matrix {
     rows: usize,
     cols: usize,
-    scales: Vec<f32>,
-    quants: Vec<i8>,
+    /// Group after group, each `cols / 32` quads.
+    quads: Vec<Quad>,
 }
 
 impl Q8Matrix {
@@ -93,43 +111,46 @@ impl Q8Matrix {
         if cols == 0 || !cols.is_multiple_of(BLOCK) {
             return Err(Q8Error::RowLength(cols));
         }
-        if data.len() != rows * cols / BLOCK * BLOCK_BYTES {
+        let nb = cols / BLOCK;
+        if data.len() != rows * nb * BLOCK_BYTES {
             return Err(Q8Error::DataSize {
                 got: data.len(),
                 rows,
                 cols,
             });
         }
-        let mut scales = Vec::with_capacity(rows * cols / BLOCK);
-        let mut quants = Vec::with_capacity(rows * cols);
-        for block in data.chunks_exact(BLOCK_BYTES) {
-            scales.push(f16::from_le_bytes([block[0], block[1]]).to_f32());
-            quants.extend(block[2..].iter().map(|&b| b as i8));
+        let groups = rows.div_ceil(4);
+        let mut quads = vec![EMPTY_QUAD; groups * nb];
+        for (i, block) in data.chunks_exact(BLOCK_BYTES).enumerate() {
+            let (r, b) = (i / nb, i % nb);
+            let quad = &mut quads[(r / 4) * nb + b];
+            quad.d[r % 4] = f16::from_le_bytes([block[0], block[1]]).to_f32();
+            for (q, &byte) in quad.q[r % 4].iter_mut().zip(&block[2..]) {
+                *q = byte as i8;
+            }
         }
-        Ok(Self {
-            rows,
-            cols,
-            scales,
-            quants,
-        })
+        Ok(Self { rows, cols, quads })
     }
 
-    /// Stacks matrices of one row length: the rows of the first, then of the second, …
+    /// Stacks matrices of one row length, each but the last with a multiple of four rows: the
+    /// rows of the first, then of the second, …
     pub fn concat(parts: Vec<Q8Matrix>) -> Result<Self, Q8Error> {
         let cols = parts.first().map_or(0, |p| p.cols);
+        let count = parts.len();
         let mut out = Self {
             rows: 0,
             cols,
-            scales: Vec::with_capacity(parts.iter().map(|p| p.scales.len()).sum()),
-            quants: Vec::with_capacity(parts.iter().map(|p| p.quants.len()).sum()),
+            quads: Vec::with_capacity(parts.iter().map(|p| p.quads.len()).sum()),
         };
-        for p in parts {
+        for (i, p) in parts.into_iter().enumerate() {
             if p.cols != cols {
                 return Err(Q8Error::RowLength(p.cols));
             }
+            if i + 1 < count && !p.rows.is_multiple_of(4) {
+                return Err(Q8Error::Stack(p.rows));
+            }
             out.rows += p.rows;
-            out.scales.extend_from_slice(&p.scales);
-            out.quants.extend_from_slice(&p.quants);
+            out.quads.extend_from_slice(&p.quads);
         }
         Ok(out)
     }
@@ -144,13 +165,15 @@ impl Q8Matrix {
         self.cols
     }
 
-    /// Dot products of rows `rows` with every vector of `x`, written row-major by weight row:
-    /// `out[(r - rows.start) * x.len() + t]` is row `r` times vector `t`.
+    /// Dot products of rows `rows` (starting at a multiple of four) with every vector of `x`,
+    /// written row-major by weight row: `out[(r - rows.start) * x.len() + t]` is row `r` times
+    /// vector `t`.
     ///
     /// Nothing is written when the shapes disagree (`x` of another width, `out` of another
-    /// size, rows out of range).
+    /// size, rows out of range or not starting a group of four).
     pub fn dot_rows(&self, rows: Range<usize>, x: &Q8Vectors, out: &mut [f32]) {
         if x.cols != self.cols
+            || !rows.start.is_multiple_of(4)
             || rows.start > rows.end
             || rows.end > self.rows
             || out.len() != rows.len() * x.len()
@@ -171,17 +194,17 @@ impl Q8Matrix {
         rows: Range<usize>,
         x: &Q8Vectors,
         out: &mut [f32],
-        kernel: impl Fn(&Group<'_>, &[f32], &[i8]) -> [f32; 4],
+        kernel: impl Fn(&[Quad], &[f32], &[i8]) -> [f32; 4],
     ) {
         let n = x.len();
         let mut r = rows.start;
         let mut o = 0;
         while r < rows.end {
             let count = (rows.end - r).min(4);
-            let group = self.group(r, count);
+            let group = self.group(r / 4);
             for t in 0..n {
                 let (xd, xq) = x.vector(t);
-                let dots = kernel(&group, xd, xq);
+                let dots = kernel(group, xd, xq);
                 for (k, d) in dots.iter().take(count).enumerate() {
                     if let Some(slot) = out.get_mut(o + k * n + t) {
                         *slot = *d;
@@ -193,34 +216,20 @@ impl Q8Matrix {
         }
     }
 
-    /// Up to four rows starting at `r`; missing rows repeat the last one (results unused).
-    fn group(&self, r: usize, count: usize) -> Group<'_> {
+    /// The quads of group `g` (rows `4g..4g + 4`).
+    fn group(&self, g: usize) -> &[Quad] {
         let nb = self.cols / BLOCK;
-        let row = |i: usize| {
-            let i = r + i.min(count - 1);
-            (
-                &self.scales[i * nb..(i + 1) * nb],
-                &self.quants[i * self.cols..(i + 1) * self.cols],
-            )
-        };
-        [row(0), row(1), row(2), row(3)]
+        self.quads.get(g * nb..(g + 1) * nb).unwrap_or(&[])
     }
 }
 
-/// Four weight rows: scales and quants of each.
-type Group<'a> = [(&'a [f32], &'a [i8]); 4];
-
 /// The portable kernel: exact integer sums per block, scaled and summed in f32.
-fn dot_group_scalar(w: &Group<'_>, xd: &[f32], xq: &[i8]) -> [f32; 4] {
+fn dot_group_scalar(w: &[Quad], xd: &[f32], xq: &[i8]) -> [f32; 4] {
     let mut acc = [0f32; 4];
-    for (k, (wd, wq)) in w.iter().enumerate() {
-        for (b, (&d, &dx)) in wd.iter().zip(xd).enumerate() {
-            let range = b * BLOCK..(b + 1) * BLOCK;
-            let (Some(wb), Some(xb)) = (wq.get(range.clone()), xq.get(range)) else {
-                break;
-            };
-            let sum: i32 = wb.iter().zip(xb).map(|(&a, &c)| a as i32 * c as i32).sum();
-            acc[k] += d * dx * sum as f32;
+    for ((quad, &dx), xb) in w.iter().zip(xd).zip(xq.chunks_exact(BLOCK)) {
+        for ((acc, q), d) in acc.iter_mut().zip(&quad.q).zip(quad.d) {
+            let sum: i32 = q.iter().zip(xb).map(|(&a, &c)| a as i32 * c as i32).sum();
+            *acc += d * dx * sum as f32;
         }
     }
     acc
@@ -233,7 +242,10 @@ mod avx2 {
 
     use std::ops::Range;
 
-    use super::{BLOCK, Group, Q8Matrix, Q8Vectors};
+    use super::{BLOCK, Q8Matrix, Q8Vectors, Quad};
+
+    /// Bytes read ahead of the kernel: a few quads.
+    const PREFETCH: usize = 4 * std::mem::size_of::<Quad>();
 
     /// [`Q8Matrix::dot_rows`] with the AVX2 kernel, when the CPU has AVX2 and FMA: returns
     /// whether it ran.
@@ -270,31 +282,29 @@ mod avx2 {
     /// The block dot products of four rows with one vector.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    fn dot_group(w: &Group<'_>, xd: &[f32], xq: &[i8]) -> [f32; 4] {
-        let nb = xd.len().min(xq.len() / BLOCK).min(
-            w.iter()
-                .map(|(d, q)| d.len().min(q.len() / BLOCK))
-                .min()
-                .unwrap_or(0),
-        );
+    fn dot_group(w: &[Quad], xd: &[f32], xq: &[i8]) -> [f32; 4] {
+        let nb = w.len().min(xd.len()).min(xq.len() / BLOCK);
         let ones = _mm256_set1_epi16(1);
         let mut acc = [_mm256_setzero_ps(); 4];
         for b in 0..nb {
-            // SAFETY: `b < nb`, so bytes `b * 32 .. b * 32 + 32` lie inside `xq` and every
-            // row's quants (`nb` is at most each length divided by 32); unaligned loads.
+            let quad = &w[b];
+            let ahead = (quad as *const Quad).cast::<i8>().wrapping_add(PREFETCH);
+            // Only a hint: prefetching any address is harmless, even past the matrix.
+            _mm_prefetch::<_MM_HINT_T0>(ahead);
+            // SAFETY: `b < nb <= xq.len() / 32`, so bytes `b * 32 .. b * 32 + 32` lie inside
+            // `xq`; unaligned load.
             let y = unsafe { _mm256_loadu_si256(xq.as_ptr().add(b * BLOCK).cast()) };
             let ay = _mm256_sign_epi8(y, y);
             let dy = xd[b];
-            for (k, (wd, wq)) in w.iter().enumerate() {
-                // SAFETY: as above, `b < nb <= wq.len() / 32`.
-                let x = unsafe { _mm256_loadu_si256(wq.as_ptr().add(b * BLOCK).cast()) };
+            for ((acc, q), d) in acc.iter_mut().zip(&quad.q).zip(quad.d) {
+                // SAFETY: `q` is an array of exactly 32 bytes; unaligned load.
+                let x = unsafe { _mm256_loadu_si256(q.as_ptr().cast()) };
                 // |y| * sign(x, y) = x * y per byte; quantized values lie in [-127, 127], so a
                 // pair of products (at most 2 * 127 * 127 = 32258) never saturates an i16.
                 let sx = _mm256_sign_epi8(x, y);
                 let dot = _mm256_maddubs_epi16(ay, sx);
-                let q = _mm256_cvtepi32_ps(_mm256_madd_epi16(ones, dot));
-                let d = _mm256_set1_ps(wd[b] * dy);
-                acc[k] = _mm256_fmadd_ps(d, q, acc[k]);
+                let sum = _mm256_cvtepi32_ps(_mm256_madd_epi16(ones, dot));
+                *acc = _mm256_fmadd_ps(_mm256_set1_ps(d * dy), sum, *acc);
             }
         }
         [hsum(acc[0]), hsum(acc[1]), hsum(acc[2]), hsum(acc[3])]
@@ -331,11 +341,12 @@ mod tests {
 
     /// The exact reference: dequantized values multiplied in f64.
     fn reference(m: &Q8Matrix, x: &Q8Vectors, r: usize, t: usize) -> f64 {
-        let nb = m.cols / BLOCK;
         let (xd, xq) = x.vector(t);
+        let group = m.group(r / 4);
         (0..m.cols)
             .map(|i| {
-                let w = m.quants[r * m.cols + i] as f64 * m.scales[r * nb + i / BLOCK] as f64;
+                let quad = &group[i / BLOCK];
+                let w = quad.q[r % 4][i % BLOCK] as f64 * quad.d[r % 4] as f64;
                 w * xq[i] as f64 * xd[i / BLOCK] as f64
             })
             .sum()
@@ -351,10 +362,10 @@ mod tests {
         m.dot_rows(0..rows, &x, &mut out);
         let mut scalar = vec![0f32; rows * n];
         for r in 0..rows {
-            let group = m.group(r, 1);
+            let group = m.group(r / 4);
             for t in 0..n {
                 let (xd, xq) = x.vector(t);
-                scalar[r * n + t] = dot_group_scalar(&group, xd, xq)[0];
+                scalar[r * n + t] = dot_group_scalar(group, xd, xq)[r % 4];
                 let want = reference(&m, &x, r, t);
                 assert!((out[r * n + t] as f64 - want).abs() < 1e-4, "{r} {t}");
                 assert!((scalar[r * n + t] as f64 - want).abs() < 1e-4, "{r} {t}");
@@ -370,9 +381,12 @@ mod tests {
         x.quantize(&noise(cols, 4), cols).expect("quantize");
         let mut all = vec![0f32; rows];
         m.dot_rows(0..rows, &x, &mut all);
-        let mut part = vec![0f32; 4];
-        m.dot_rows(5..9, &x, &mut part);
-        assert_eq!(part, all[5..9]);
+        let mut part = vec![0f32; 5];
+        m.dot_rows(4..9, &x, &mut part);
+        assert_eq!(part, all[4..9]);
+        let mut untouched = vec![0f32; 4];
+        m.dot_rows(5..9, &x, &mut untouched);
+        assert_eq!(untouched, [0.0; 4]);
     }
 
     #[test]

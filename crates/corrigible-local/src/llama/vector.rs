@@ -1,15 +1,8 @@
 //! The f32 vector operations of a transformer step, on plain slices.
 
 /// Dot product of `a` and `b` (over the shorter length), eight partial sums.
+#[inline(always)]
 pub fn dot(a: &[f32], b: &[f32]) -> f32 {
-    #[cfg(target_arch = "x86_64")]
-    if let Some(d) = avx2::dot(a, b) {
-        return d;
-    }
-    dot_portable(a, b)
-}
-
-fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
     let mut acc = [0f32; 8];
     let (ca, cb) = (a.chunks_exact(8), b.chunks_exact(8));
     let tail: f32 = ca
@@ -27,6 +20,7 @@ fn dot_portable(a: &[f32], b: &[f32]) -> f32 {
 }
 
 /// `y += a * x`, element-wise over the shorter length.
+#[inline(always)]
 pub fn axpy(y: &mut [f32], a: f32, x: &[f32]) {
     for (y, x) in y.iter_mut().zip(x) {
         *y += a * x;
@@ -79,48 +73,95 @@ pub fn add_assign(y: &mut [f32], x: &[f32]) {
     }
 }
 
+/// Where one head reads its keys and values in a position-major cache.
+#[derive(Debug, Clone, Copy)]
+pub struct HeadView<'a> {
+    /// Keys of every position.
+    pub keys: &'a [f32],
+    /// Values of every position.
+    pub values: &'a [f32],
+    /// Values per position (all heads).
+    pub stride: usize,
+    /// Offset of this head in a position.
+    pub offset: usize,
+    /// Positions attended.
+    pub len: usize,
+}
+
+/// Attention of one query `q` over the first `view.len` positions: softmax of the scaled dot
+/// products, then the weighted sum of values into `out` (`scores` is scratch).
+pub fn attend_head(
+    q: &[f32],
+    view: HeadView<'_>,
+    scale: f32,
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
+    #[cfg(target_arch = "x86_64")]
+    if avx2::attend_head(q, view, scale, scores, out) {
+        return;
+    }
+    attend_head_with(q, view, scale, scores, out);
+}
+
+#[inline(always)]
+fn attend_head_with(
+    q: &[f32],
+    v: HeadView<'_>,
+    scale: f32,
+    scores: &mut Vec<f32>,
+    out: &mut [f32],
+) {
+    let hd = q.len();
+    scores.clear();
+    for j in 0..v.len {
+        let start = j * v.stride + v.offset;
+        let Some(k) = v.keys.get(start..start + hd) else {
+            break;
+        };
+        scores.push(dot(q, k) * scale);
+    }
+    softmax(scores);
+    out.fill(0.0);
+    for (j, p) in scores.iter().enumerate() {
+        let start = j * v.stride + v.offset;
+        if let Some(x) = v.values.get(start..start + hd) {
+            axpy(out, *p, x);
+        }
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx2 {
-    use std::arch::x86_64::*;
+    use super::HeadView;
 
-    /// The dot product with AVX2 and FMA, when the CPU has them.
-    pub(super) fn dot(a: &[f32], b: &[f32]) -> Option<f32> {
+    /// [`super::attend_head`] compiled for AVX2 and FMA, when the CPU has them: returns
+    /// whether it ran.
+    pub(super) fn attend_head(
+        q: &[f32],
+        view: HeadView<'_>,
+        scale: f32,
+        scores: &mut Vec<f32>,
+        out: &mut [f32],
+    ) -> bool {
         if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
-            return None;
+            return false;
         }
         // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-        Some(unsafe { dot_avx2(a, b) })
+        unsafe { attend_head_avx2(q, view, scale, scores, out) };
+        true
     }
 
     #[target_feature(enable = "avx2,fma")]
-    fn dot_avx2(a: &[f32], b: &[f32]) -> f32 {
-        let n = a.len().min(b.len());
-        let mut acc0 = _mm256_setzero_ps();
-        let mut acc1 = _mm256_setzero_ps();
-        let mut i = 0;
-        while i + 16 <= n {
-            // SAFETY: `i + 16 <= n`, the length of both slices; unaligned loads.
-            unsafe {
-                let x0 = _mm256_loadu_ps(a.as_ptr().add(i));
-                let y0 = _mm256_loadu_ps(b.as_ptr().add(i));
-                let x1 = _mm256_loadu_ps(a.as_ptr().add(i + 8));
-                let y1 = _mm256_loadu_ps(b.as_ptr().add(i + 8));
-                acc0 = _mm256_fmadd_ps(x0, y0, acc0);
-                acc1 = _mm256_fmadd_ps(x1, y1, acc1);
-            }
-            i += 16;
-        }
-        let acc = _mm256_add_ps(acc0, acc1);
-        let r = _mm_add_ps(_mm256_extractf128_ps(acc, 1), _mm256_castps256_ps128(acc));
-        let r = _mm_add_ps(r, _mm_movehl_ps(r, r));
-        let r = _mm_add_ss(r, _mm_movehdup_ps(r));
-        let mut sum = _mm_cvtss_f32(r);
-        while i < n {
-            sum += a[i] * b[i];
-            i += 1;
-        }
-        sum
+    fn attend_head_avx2(
+        q: &[f32],
+        view: HeadView<'_>,
+        scale: f32,
+        scores: &mut Vec<f32>,
+        out: &mut [f32],
+    ) {
+        super::attend_head_with(q, view, scale, scores, out);
     }
 }
 
@@ -129,12 +170,27 @@ mod tests {
     use super::*;
 
     #[test]
-    fn dot_agrees_with_the_portable_loop() {
+    fn dot_agrees_with_f64() {
         let a: Vec<f32> = (0..75).map(|i| (i as f32 * 0.37).sin()).collect();
         let b: Vec<f32> = (0..75).map(|i| (i as f32 * 0.11).cos()).collect();
         let exact: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
         assert!((dot(&a, &b) as f64 - exact).abs() < 1e-4);
-        assert!((dot_portable(&a, &b) as f64 - exact).abs() < 1e-4);
+    }
+
+    #[test]
+    fn one_position_returns_its_value() {
+        let keys = [0.0, 0.0, 1.0, 2.0];
+        let values = [0.0, 0.0, 5.0, 6.0];
+        let view = HeadView {
+            keys: &keys,
+            values: &values,
+            stride: 4,
+            offset: 2,
+            len: 1,
+        };
+        let mut out = [0.0; 2];
+        attend_head(&[3.0, 4.0], view, 0.5, &mut Vec::new(), &mut out);
+        assert_eq!(out, [5.0, 6.0]);
     }
 
     #[test]
