@@ -51,19 +51,16 @@ impl Q8Vectors {
             return Err(Q8Error::RowLength(cols));
         }
         self.cols = cols;
+        let n = x.len() / BLOCK * BLOCK;
         self.scales.clear();
+        self.scales.resize(n / BLOCK, 0.0);
         self.quants.clear();
-        self.quants.reserve(x.len());
-        for block in x.chunks_exact(BLOCK) {
-            // As candle's `BlockQ8_0::from_float`: scale from the largest magnitude, rounding
-            // half away from zero with the unrounded inverse scale.
-            let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
-            let d = amax / 127.0;
-            let id = if d != 0.0 { 1.0 / d } else { 0.0 };
-            self.scales.push(f16::from_f32(d).to_f32());
-            self.quants
-                .extend(block.iter().map(|&v| f32::round(v * id) as i8));
+        self.quants.resize(n, 0);
+        #[cfg(target_arch = "x86_64")]
+        if avx2::quantize(x, &mut self.scales, &mut self.quants) {
+            return Ok(());
         }
+        quantize_blocks(x, &mut self.scales, &mut self.quants);
         Ok(())
     }
 
@@ -223,6 +220,26 @@ impl Q8Matrix {
     }
 }
 
+/// Quantizes the blocks of `x` into `scales` and `quants` (as many blocks as all three hold).
+#[inline(always)]
+fn quantize_blocks(x: &[f32], scales: &mut [f32], quants: &mut [i8]) {
+    for ((block, scale), q) in x
+        .chunks_exact(BLOCK)
+        .zip(scales.iter_mut())
+        .zip(quants.chunks_exact_mut(BLOCK))
+    {
+        // As candle's `BlockQ8_0::from_float`: scale from the largest magnitude, rounding half
+        // away from zero with the unrounded inverse scale.
+        let amax = block.iter().fold(0f32, |m, v| m.max(v.abs()));
+        let d = amax / 127.0;
+        let id = if d != 0.0 { 1.0 / d } else { 0.0 };
+        *scale = f16::from_f32(d).to_f32();
+        for (q, &v) in q.iter_mut().zip(block) {
+            *q = f32::round(v * id) as i8;
+        }
+    }
+}
+
 /// The portable kernel: exact integer sums per block, scaled and summed in f32.
 fn dot_group_scalar(w: &[Quad], xd: &[f32], xq: &[i8]) -> [f32; 4] {
     let mut acc = [0f32; 4];
@@ -261,6 +278,22 @@ mod avx2 {
         // SAFETY: the CPU supports AVX2 and FMA, checked just above.
         unsafe { dot_rows_avx2(m, rows, x, out) };
         true
+    }
+
+    /// [`super::quantize_blocks`] compiled for AVX2 (vector rounding), when the CPU has it:
+    /// returns whether it ran.
+    pub(super) fn quantize(x: &[f32], scales: &mut [f32], quants: &mut [i8]) -> bool {
+        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
+            return false;
+        }
+        // SAFETY: the CPU supports AVX2 and FMA, checked just above.
+        unsafe { quantize_avx2(x, scales, quants) };
+        true
+    }
+
+    #[target_feature(enable = "avx2,fma")]
+    fn quantize_avx2(x: &[f32], scales: &mut [f32], quants: &mut [i8]) {
+        super::quantize_blocks(x, scales, quants);
     }
 
     /// The loop with the kernel inlined.
