@@ -18,19 +18,22 @@ pub fn attend(qkv: &[f32], cache: &KvCache, h: &Hyper, pos: usize, seq: usize, o
     let (keys, values) = (cache.keys(), cache.values());
     out.clear();
     out.resize(seq * q_width, 0.0);
-    for_each_piece(out, seq * h.n_head, hd, 1, |items, piece| {
-        let mut scores = Vec::with_capacity(pos + seq);
-        for (item, o) in items.zip(piece.chunks_exact_mut(hd)) {
-            let (t, head) = (item / h.n_head, item % h.n_head);
-            let Some(q) = qkv.get(t * qkv_width + head * hd..t * qkv_width + (head + 1) * hd)
-            else {
+    // One item per position and key/value head: the queries sharing that head together.
+    let group = n_rep * hd;
+    for_each_piece(out, seq * h.n_kv_head, group, 1, |items, piece| {
+        let mut scores = Vec::new();
+        for (item, o) in items.zip(piece.chunks_exact_mut(group)) {
+            let (t, kv_head) = (item / h.n_kv_head, item % h.n_kv_head);
+            let start = t * qkv_width + kv_head * group;
+            let Some(q) = qkv.get(start..start + group) else {
                 return;
             };
             let view = HeadView {
                 keys,
                 values,
                 stride: kv_width,
-                offset: (head / n_rep) * hd,
+                offset: kv_head * hd,
+                head_dim: hd,
                 len: (pos + t + 1).min(keys.len() / kv_width.max(1)),
             };
             attend_head(q, view, scale, &mut scores, o);

@@ -84,12 +84,15 @@ pub struct HeadView<'a> {
     pub stride: usize,
     /// Offset of this head in a position.
     pub offset: usize,
+    /// Values per head.
+    pub head_dim: usize,
     /// Positions attended.
     pub len: usize,
 }
 
-/// Attention of one query `q` over the first `view.len` positions: softmax of the scaled dot
-/// products, then the weighted sum of values into `out` (`scores` is scratch).
+/// Attention of the queries `q` (one or more of `view.head_dim` values, all reading the same
+/// key/value head) over the first `view.len` positions: softmax of the scaled dot products,
+/// then the weighted sums of values into `out`, one after the other (`scores` is scratch).
 pub fn attend_head(
     q: &[f32],
     view: HeadView<'_>,
@@ -112,21 +115,34 @@ fn attend_head_with(
     scores: &mut Vec<f32>,
     out: &mut [f32],
 ) {
-    let hd = q.len();
+    let hd = v.head_dim.max(1);
+    let n = q.len() / hd;
     scores.clear();
+    if v.len == 0 {
+        return;
+    }
+    scores.resize(n * v.len, 0.0);
+    // Each key is read once for all the queries that share it.
     for j in 0..v.len {
         let start = j * v.stride + v.offset;
         let Some(k) = v.keys.get(start..start + hd) else {
             break;
         };
-        scores.push(dot(q, k) * scale);
+        for (r, qr) in q.chunks_exact(hd).enumerate() {
+            scores[r * v.len + j] = dot(qr, k) * scale;
+        }
     }
-    softmax(scores);
+    for row in scores.chunks_exact_mut(v.len) {
+        softmax(row);
+    }
     out.fill(0.0);
-    for (j, p) in scores.iter().enumerate() {
+    for j in 0..v.len {
         let start = j * v.stride + v.offset;
-        if let Some(x) = v.values.get(start..start + hd) {
-            axpy(out, *p, x);
+        let Some(x) = v.values.get(start..start + hd) else {
+            break;
+        };
+        for (r, o) in out.chunks_exact_mut(hd).enumerate() {
+            axpy(o, scores[r * v.len + j], x);
         }
     }
 }
@@ -186,6 +202,7 @@ mod tests {
             values: &values,
             stride: 4,
             offset: 2,
+            head_dim: 2,
             len: 1,
         };
         let mut out = [0.0; 2];
