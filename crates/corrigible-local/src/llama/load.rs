@@ -2,12 +2,11 @@
 
 use std::io::{Read, Seek};
 
-use candle_core::quantized::{GgmlDType, QMatMul, QTensor, gguf_file};
+use candle_core::quantized::{GgmlDType, QTensor, gguf_file};
 use candle_core::{Device, Result};
-use candle_nn::Embedding;
-use candle_transformers::quantized_nn::RmsNorm;
 
-use super::{Layer, Llama, Mlp, Rope};
+use super::linear::Linear;
+use super::{KvCache, Layer, Llama, Rope};
 use crate::config::Weights;
 
 /// The longest context the rotary tables are built for, whatever the file declares.
@@ -111,9 +110,14 @@ impl<R: Read + Seek> Reader<'_, R> {
         self.ct.tensor(self.reader, name, self.device)
     }
 
-    fn matrix(&mut self, name: &str) -> Result<QMatMul> {
-        let t = self.raw(name)?;
-        QMatMul::from_qtensor(self.convert(t)?)
+    /// The matrices `names`, stacked into one layer.
+    fn linear(&mut self, names: &[String]) -> Result<Linear> {
+        let mut parts = Vec::with_capacity(names.len());
+        for name in names {
+            let t = self.raw(name)?;
+            parts.push(self.convert(t)?);
+        }
+        Linear::new(parts)
     }
 
     fn convert(&self, t: QTensor) -> Result<QTensor> {
@@ -128,8 +132,11 @@ impl<R: Read + Seek> Reader<'_, R> {
         }
     }
 
-    fn norm(&mut self, name: &str, eps: f64) -> Result<RmsNorm> {
-        RmsNorm::from_qtensor(self.raw(name)?, eps)
+    fn norm(&mut self, name: &str) -> Result<Vec<f32>> {
+        self.raw(name)?
+            .dequantize(self.device)?
+            .flatten_all()?
+            .to_vec1()
     }
 }
 
@@ -147,40 +154,62 @@ pub fn load<R: Read + Seek>(
         device,
         weights,
     };
-    let eps = hyper.rms_norm_eps;
     let embd_q = r.raw("token_embd.weight")?;
-    let embeddings = Embedding::new(embd_q.dequantize(device)?, hyper.embedding_length);
+    let embeddings = embd_q.dequantize(device)?;
     let output = if ct.tensor_infos.contains_key("output.weight") {
-        r.matrix("output.weight")?
+        r.linear(&["output.weight".to_string()])?
     } else {
-        QMatMul::from_qtensor(r.convert(embd_q)?)?
+        Linear::new(vec![r.convert(embd_q)?])?
     };
-    let norm = r.norm("output_norm.weight", eps)?;
+    let norm = r.norm("output_norm.weight")?;
+    let kv_width = hyper.n_kv_head * hyper.head_dim;
     let mut layers = Vec::with_capacity(hyper.n_layer);
     for i in 0..hyper.n_layer {
-        let p = format!("blk.{i}");
-        layers.push(Layer {
-            wq: r.matrix(&format!("{p}.attn_q.weight"))?,
-            wk: r.matrix(&format!("{p}.attn_k.weight"))?,
-            wv: r.matrix(&format!("{p}.attn_v.weight"))?,
-            wo: r.matrix(&format!("{p}.attn_output.weight"))?,
-            attention_norm: r.norm(&format!("{p}.attn_norm.weight"), eps)?,
-            mlp: Mlp {
-                gate: r.matrix(&format!("{p}.ffn_gate.weight"))?,
-                up: r.matrix(&format!("{p}.ffn_up.weight"))?,
-                down: r.matrix(&format!("{p}.ffn_down.weight"))?,
-            },
-            ffn_norm: r.norm(&format!("{p}.ffn_norm.weight"), eps)?,
-            cache: Default::default(),
-        });
+        let p = |name: &str| format!("blk.{i}.{name}.weight");
+        let layer = Layer {
+            qkv: r.linear(&[p("attn_q"), p("attn_k"), p("attn_v")])?,
+            wo: r.linear(&[p("attn_output")])?,
+            attention_norm: r.norm(&p("attn_norm"))?,
+            gate_up: r.linear(&[p("ffn_gate"), p("ffn_up")])?,
+            down: r.linear(&[p("ffn_down")])?,
+            ffn_norm: r.norm(&p("ffn_norm"))?,
+            cache: KvCache::new(kv_width),
+        };
+        check_layer(&layer, &hyper)?;
+        layers.push(layer);
+    }
+    if output.cols() != hyper.embedding_length {
+        candle_core::bail!("output matrix of width {}", output.cols());
     }
     Ok(Llama {
         embeddings,
         layers,
         norm,
         output,
-        rope: Rope::new(&hyper, device)?,
+        rope: Rope::new(&hyper),
         hyper,
         device: device.clone(),
+        buffers: Default::default(),
     })
+}
+
+/// Rejects a layer whose matrices do not fit the hyper-parameters.
+fn check_layer(l: &Layer, h: &Hyper) -> Result<()> {
+    let dim = h.embedding_length;
+    let qkv = (h.n_head + 2 * h.n_kv_head) * h.head_dim;
+    let ok = l.qkv.rows() == qkv
+        && l.qkv.cols() == dim
+        && l.wo.rows() == dim
+        && l.wo.cols() == h.n_head * h.head_dim
+        && l.gate_up.cols() == dim
+        && l.gate_up.rows().is_multiple_of(2)
+        && l.down.rows() == dim
+        && l.down.cols() == l.gate_up.rows() / 2
+        && l.attention_norm.len() == dim
+        && l.ffn_norm.len() == dim
+        && h.rope_dim <= h.head_dim;
+    if !ok {
+        candle_core::bail!("the layer matrices do not match the model's hyper-parameters");
+    }
+    Ok(())
 }

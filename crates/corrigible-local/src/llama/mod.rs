@@ -2,150 +2,107 @@
 // Copyright (c) 2023- The Candle authors (https://github.com/huggingface/candle).
 // Licensed under the Apache License, Version 2.0 or the MIT license, at your option.
 // Changes for corrigible: dense feed-forward only, a key/value cache that can be cut back to
-// a prefix, grouped-query attention without copying keys and values per head, and optional
-// re-quantization of the weights at load time.
+// a prefix, optional re-quantization of the weights at load time, and a forward pass on plain
+// slices with this crate's Q8_0 kernel instead of candle tensor operations.
 
 //! A llama-architecture transformer over quantized GGUF weights, run on the CPU.
 
+mod attention;
 mod cache;
+mod linear;
 mod load;
+mod parallel;
+mod q8;
+mod vector;
 
-use candle_core::quantized::QMatMul;
-use candle_core::{DType, Device, IndexOp, Module, Result, Tensor};
-use candle_nn::Embedding;
-use candle_transformers::quantized_nn::RmsNorm;
+use candle_core::{Device, Result, Tensor};
 
 pub use cache::KvCache;
 pub use load::{Hyper, load};
 
-struct Mlp {
-    gate: QMatMul,
-    up: QMatMul,
-    down: QMatMul,
-}
-
-impl Mlp {
-    fn forward(&self, x: &Tensor) -> Result<Tensor> {
-        let gate = candle_nn::ops::silu(&self.gate.forward(x)?)?;
-        let up = self.up.forward(x)?;
-        self.down.forward(&(gate * up)?)
-    }
-}
+use linear::{Linear, Scratch};
+use vector::{add_assign, rms_norm, rope_interleaved, silu_mul};
 
 struct Layer {
-    wq: QMatMul,
-    wk: QMatMul,
-    wv: QMatMul,
-    wo: QMatMul,
-    attention_norm: RmsNorm,
-    mlp: Mlp,
-    ffn_norm: RmsNorm,
+    /// Queries, keys and values stacked.
+    qkv: Linear,
+    wo: Linear,
+    /// Gate and up projections stacked.
+    gate_up: Linear,
+    down: Linear,
+    attention_norm: Vec<f32>,
+    ffn_norm: Vec<f32>,
     cache: KvCache,
 }
 
-/// The rotary position tables.
+/// The rotary position tables, `context_length` rows of `rope_dim / 2` angles.
 struct Rope {
-    cos: Tensor,
-    sin: Tensor,
+    cos: Vec<f32>,
+    sin: Vec<f32>,
+    half: usize,
 }
 
 impl Rope {
-    fn new(hyper: &Hyper, device: &Device) -> Result<Self> {
+    fn new(hyper: &Hyper) -> Self {
         let theta: Vec<f32> = (0..hyper.rope_dim)
             .step_by(2)
             .map(|i| 1f32 / hyper.rope_freq_base.powf(i as f32 / hyper.rope_dim as f32))
             .collect();
-        let theta = Tensor::new(theta.as_slice(), device)?;
-        let positions = Tensor::arange(0, hyper.context_length as u32, device)?
-            .to_dtype(DType::F32)?
-            .reshape((hyper.context_length, 1))?;
-        let angles = positions.matmul(&theta.reshape((1, theta.elem_count()))?)?;
-        Ok(Self {
-            cos: angles.cos()?,
-            sin: angles.sin()?,
-        })
+        let half = theta.len();
+        let mut cos = Vec::with_capacity(hyper.context_length * half);
+        let mut sin = Vec::with_capacity(hyper.context_length * half);
+        for p in 0..hyper.context_length {
+            for t in &theta {
+                let angle = p as f32 * t;
+                cos.push(angle.cos());
+                sin.push(angle.sin());
+            }
+        }
+        Self { cos, sin, half }
     }
 
-    fn apply(&self, x: &Tensor, pos: usize) -> Result<Tensor> {
-        let (_, _, seq_len, _) = x.dims4()?;
-        let cos = self.cos.narrow(0, pos, seq_len)?;
-        let sin = self.sin.narrow(0, pos, seq_len)?;
-        candle_nn::rotary_emb::rope_i(&x.contiguous()?, &cos, &sin)
-    }
-}
-
-impl Layer {
-    fn attention(
-        &mut self,
-        x: &Tensor,
-        mask: Option<&Tensor>,
-        pos: usize,
-        rope: &Rope,
-        hyper: &Hyper,
-    ) -> Result<Tensor> {
-        let (_, seq_len, _) = x.dims3()?;
-        let (n_head, n_kv, hd) = (hyper.n_head, hyper.n_kv_head, hyper.head_dim);
-        let q = self
-            .wq
-            .forward(x)?
-            .reshape((1, seq_len, n_head, hd))?
-            .transpose(1, 2)?;
-        let k = self
-            .wk
-            .forward(x)?
-            .reshape((1, seq_len, n_kv, hd))?
-            .transpose(1, 2)?;
-        let v = self
-            .wv
-            .forward(x)?
-            .reshape((1, seq_len, n_kv, hd))?
-            .transpose(1, 2)?
-            .contiguous()?;
-        let q = rope.apply(&q, pos)?;
-        let k = rope.apply(&k, pos)?;
-        let (k, v) = self.cache.append(&k, &v)?;
-        let kv_len = k.dim(2)?;
-
-        // Heads sharing one key/value head are stacked as rows of one matrix.
-        let n_rep = n_head / n_kv;
-        let q = q.reshape((1, n_kv, n_rep * seq_len, hd))?;
-        let scale = 1.0 / (hd as f64).sqrt();
-        let att = (q.matmul(&k.t()?)? * scale)?;
-        let att = match mask {
-            None => att,
-            Some(mask) => att
-                .reshape((1, n_kv, n_rep, seq_len, kv_len))?
-                .broadcast_add(mask)?
-                .reshape((1, n_kv, n_rep * seq_len, kv_len))?,
-        };
-        let att = candle_nn::ops::softmax_last_dim(&att)?;
-        let y = att.matmul(&v)?;
-        let y = y
-            .reshape((1, n_head, seq_len, hd))?
-            .transpose(1, 2)?
-            .reshape((1, seq_len, n_head * hd))?;
-        self.wo.forward(&y)
+    /// Rotates one head's vector `x` for position `pos`.
+    fn apply(&self, x: &mut [f32], pos: usize) {
+        let range = pos * self.half..(pos + 1) * self.half;
+        if let (Some(cos), Some(sin)) = (self.cos.get(range.clone()), self.sin.get(range)) {
+            rope_interleaved(x, cos, sin);
+        }
     }
 }
 
-/// Additive causal mask `(seq_len, pos + seq_len)`: 0 where a query may look, -inf elsewhere.
-fn causal_mask(seq_len: usize, pos: usize, device: &Device) -> Result<Tensor> {
-    let kv_len = pos + seq_len;
-    let data: Vec<f32> = (0..seq_len)
-        .flat_map(|i| (0..kv_len).map(move |j| if j > pos + i { f32::NEG_INFINITY } else { 0.0 }))
-        .collect();
-    Tensor::from_vec(data, (seq_len, kv_len), device)
+/// The activations of one forward pass, kept between calls to avoid reallocating.
+#[derive(Default)]
+struct Buffers {
+    hidden: Vec<f32>,
+    normed: Vec<f32>,
+    qkv: Vec<f32>,
+    attended: Vec<f32>,
+    projected: Vec<f32>,
+    gate_up: Vec<f32>,
+    activated: Vec<f32>,
+    logits: Vec<f32>,
+    scratch: Scratch,
 }
 
 /// The transformer with its key/value cache.
 pub struct Llama {
-    embeddings: Embedding,
+    /// The token embeddings, `(vocab, embedding_length)` in f32.
+    embeddings: Tensor,
     layers: Vec<Layer>,
-    norm: RmsNorm,
-    output: QMatMul,
+    norm: Vec<f32>,
+    output: Linear,
     rope: Rope,
     hyper: Hyper,
     device: Device,
+    buffers: Buffers,
+}
+
+fn norm_rows(x: &[f32], weight: &[f32], eps: f32, width: usize, out: &mut Vec<f32>) {
+    out.clear();
+    out.resize(x.len(), 0.0);
+    for (row, o) in x.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
+        rms_norm(row, weight, eps, o);
+    }
 }
 
 impl Llama {
@@ -156,7 +113,7 @@ impl Llama {
 
     /// Width of the logits: the number of token ids the model knows.
     pub fn vocab_size(&self) -> usize {
-        self.embeddings.embeddings().dim(0).unwrap_or(0)
+        self.embeddings.dim(0).unwrap_or(0)
     }
 
     /// Positions currently held in the key/value cache.
@@ -173,48 +130,72 @@ impl Llama {
 
     /// Feeds `tokens` at positions `cached_len()..` and returns the logits after the last one.
     pub fn forward(&mut self, tokens: &[u32]) -> Result<Tensor> {
-        let seq_len = tokens.len();
+        let seq = tokens.len();
         let pos = self.cached_len();
-        if seq_len == 0 {
+        if seq == 0 {
             candle_core::bail!("forward called with no tokens");
         }
-        if pos + seq_len > self.hyper.context_length {
+        if pos + seq > self.hyper.context_length {
             candle_core::bail!(
                 "{} tokens exceed the context window of {}",
-                pos + seq_len,
+                pos + seq,
                 self.hyper.context_length
             );
         }
-        let mask = if seq_len == 1 {
-            None
-        } else {
-            Some(causal_mask(seq_len, pos, &self.device)?)
-        };
-        let ids = Tensor::new(tokens, &self.device)?.unsqueeze(0)?;
-        let mut hidden = self.embeddings.forward(&ids)?;
+        let ids = Tensor::new(tokens, &self.device)?;
+        let b = &mut self.buffers;
+        b.hidden = self
+            .embeddings
+            .index_select(&ids, 0)?
+            .flatten_all()?
+            .to_vec1()?;
+        let h = &self.hyper;
+        let dim = h.embedding_length;
+        let eps = h.rms_norm_eps as f32;
+        let (q_width, kv_width) = (h.n_head * h.head_dim, h.n_kv_head * h.head_dim);
         for layer in &mut self.layers {
-            let x = layer.attention_norm.forward(&hidden)?;
-            let x = layer.attention(&x, mask.as_ref(), pos, &self.rope, &self.hyper)?;
-            let residual = (x + hidden)?;
-            let x = layer.ffn_norm.forward(&residual)?;
-            hidden = (layer.mlp.forward(&x)? + residual)?;
+            norm_rows(&b.hidden, &layer.attention_norm, eps, dim, &mut b.normed);
+            layer
+                .qkv
+                .forward(&b.normed, seq, &mut b.scratch, &mut b.qkv)?;
+            let qkv_width = layer.qkv.rows();
+            for (t, row) in b.qkv.chunks_exact_mut(qkv_width).enumerate() {
+                let (q, kv) = row.split_at_mut(q_width);
+                let (k, v) = kv.split_at_mut(kv_width);
+                for head in q
+                    .chunks_exact_mut(h.head_dim)
+                    .chain(k.chunks_exact_mut(h.head_dim))
+                {
+                    self.rope.apply(head, pos + t);
+                }
+                layer.cache.push(k, v);
+            }
+            attention::attend(&b.qkv, &layer.cache, h, pos, seq, &mut b.attended);
+            layer
+                .wo
+                .forward(&b.attended, seq, &mut b.scratch, &mut b.projected)?;
+            add_assign(&mut b.hidden, &b.projected);
+
+            norm_rows(&b.hidden, &layer.ffn_norm, eps, dim, &mut b.normed);
+            layer
+                .gate_up
+                .forward(&b.normed, seq, &mut b.scratch, &mut b.gate_up)?;
+            let ff = layer.gate_up.rows() / 2;
+            b.activated.clear();
+            for row in b.gate_up.chunks_exact_mut(2 * ff) {
+                let (gate, up) = row.split_at_mut(ff);
+                silu_mul(gate, up);
+                b.activated.extend_from_slice(gate);
+            }
+            layer
+                .down
+                .forward(&b.activated, seq, &mut b.scratch, &mut b.projected)?;
+            add_assign(&mut b.hidden, &b.projected);
         }
-        let x = self.norm.forward(&hidden)?;
-        let last = x.i((.., seq_len - 1, ..))?;
-        self.output.forward(&last)?.squeeze(0)
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn mask_lets_each_query_see_the_prefix_and_itself() -> Result<()> {
-        let m = causal_mask(2, 1, &Device::Cpu)?;
-        let rows: Vec<Vec<f32>> = m.to_vec2()?;
-        assert_eq!(rows[0], [0.0, 0.0, f32::NEG_INFINITY]);
-        assert_eq!(rows[1], [0.0, 0.0, 0.0]);
-        Ok(())
+        let last = &b.hidden[(seq - 1) * dim..];
+        norm_rows(last, &self.norm, eps, dim, &mut b.normed);
+        self.output
+            .forward(&b.normed, 1, &mut b.scratch, &mut b.logits)?;
+        Tensor::from_slice(&b.logits, b.logits.len(), &self.device)
     }
 }

@@ -1,0 +1,131 @@
+//! A linear layer, possibly several stacked (query/key/value, gate/up), over plain slices.
+
+use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
+use candle_core::{Device, Module, Result, Tensor};
+
+use super::parallel::for_each_piece;
+use super::q8::{Q8Matrix, Q8Vectors};
+
+/// One or several weight matrices sharing an input; the outputs are concatenated.
+pub enum Linear {
+    /// Q8_0 weights run by this crate's kernel, the parts' rows stacked in one matrix.
+    Q8(Q8Matrix),
+    /// Other formats, run by candle one part at a time.
+    Candle {
+        /// The matrices, each with its output width.
+        parts: Vec<(QMatMul, usize)>,
+        /// Input width.
+        cols: usize,
+    },
+}
+
+/// Reusable buffers of [`Linear::forward`].
+#[derive(Default)]
+pub struct Scratch {
+    quantized: Q8Vectors,
+    by_row: Vec<f32>,
+}
+
+fn to_candle_err(e: impl std::error::Error + Send + Sync + 'static) -> candle_core::Error {
+    candle_core::Error::wrap(e)
+}
+
+impl Linear {
+    /// Builds the layer from `parts` (each `(out, in)` with one `in`), stacked in order.
+    pub fn new(parts: Vec<QTensor>) -> Result<Self> {
+        let mut dims = Vec::with_capacity(parts.len());
+        for p in &parts {
+            let (rows, cols) = p.shape().dims2()?;
+            dims.push((rows, cols));
+        }
+        let cols = dims.first().map_or(0, |d| d.1);
+        if dims.iter().any(|d| d.1 != cols) {
+            candle_core::bail!("stacked matrices of different widths: {dims:?}");
+        }
+        // Parts are stacked by groups of four rows.
+        let stackable = dims.iter().rev().skip(1).all(|d| d.0.is_multiple_of(4));
+        if stackable && parts.iter().all(|p| p.dtype() == GgmlDType::Q8_0) {
+            let mut matrices = Vec::with_capacity(parts.len());
+            for (p, (rows, cols)) in parts.iter().zip(&dims) {
+                matrices
+                    .push(Q8Matrix::from_ggml(&p.data()?, *rows, *cols).map_err(to_candle_err)?);
+            }
+            return Ok(Linear::Q8(
+                Q8Matrix::concat(matrices).map_err(to_candle_err)?,
+            ));
+        }
+        let mut out = Vec::with_capacity(parts.len());
+        for (p, (rows, _)) in parts.into_iter().zip(dims) {
+            out.push((QMatMul::from_qtensor(p)?, rows));
+        }
+        Ok(Linear::Candle { parts: out, cols })
+    }
+
+    /// Output width (all parts).
+    pub fn rows(&self) -> usize {
+        match self {
+            Linear::Q8(m) => m.rows(),
+            Linear::Candle { parts, .. } => parts.iter().map(|p| p.1).sum(),
+        }
+    }
+
+    /// Input width.
+    pub fn cols(&self) -> usize {
+        match self {
+            Linear::Q8(m) => m.cols(),
+            Linear::Candle { cols, .. } => *cols,
+        }
+    }
+
+    /// Multiplies the `seq` input vectors of `x` (`seq * cols` values) into `out`, resized to
+    /// `seq * rows` values, one output vector after the other.
+    pub fn forward(
+        &self,
+        x: &[f32],
+        seq: usize,
+        scratch: &mut Scratch,
+        out: &mut Vec<f32>,
+    ) -> Result<()> {
+        let (rows, cols) = (self.rows(), self.cols());
+        if x.len() != seq * cols {
+            candle_core::bail!("linear input of {} values, expected {seq}x{cols}", x.len());
+        }
+        out.clear();
+        out.resize(seq * rows, 0.0);
+        match self {
+            Linear::Q8(m) => {
+                scratch.quantized.quantize(x, cols).map_err(to_candle_err)?;
+                let q = &scratch.quantized;
+                let target: &mut Vec<f32> = if seq == 1 {
+                    &mut *out
+                } else {
+                    scratch.by_row.clear();
+                    scratch.by_row.resize(seq * rows, 0.0);
+                    &mut scratch.by_row
+                };
+                for_each_piece(target, rows, seq, 4, |items, piece| {
+                    m.dot_rows(items, q, piece)
+                });
+                if seq > 1 {
+                    for (r, row) in scratch.by_row.chunks_exact(seq).enumerate() {
+                        for (t, v) in row.iter().enumerate() {
+                            out[t * rows + r] = *v;
+                        }
+                    }
+                }
+            }
+            Linear::Candle { parts, .. } => {
+                let input = Tensor::from_slice(x, (seq, cols), &Device::Cpu)?;
+                let mut offset = 0;
+                for (mm, width) in parts {
+                    let y: Vec<Vec<f32>> = mm.forward(&input)?.to_vec2()?;
+                    for (t, row) in y.iter().enumerate() {
+                        out[t * rows + offset..t * rows + offset + width].copy_from_slice(row);
+                    }
+                    offset += width;
+                }
+            }
+        }
+        Ok(())
+    }
+}

@@ -1,0 +1,213 @@
+//! Splitting an output buffer between the calling thread and persistent helper threads.
+//!
+//! The caller never waits for a helper to start: it takes pieces of work from a shared cursor
+//! until none is left, and waits only for pieces a helper has already begun. A helper that was
+//! descheduled (a busy machine) therefore costs nothing, where a barrier would stall every
+//! operation until it ran again. Helpers spin briefly between operations, then park.
+
+use std::ops::Range;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::thread::Thread;
+
+/// Work pieces per thread: enough to even out a slow thread, few enough to be cheap.
+const PIECES_PER_THREAD: usize = 4;
+
+/// Spins of an idle helper before it parks (tens of microseconds).
+const SPINS: u32 = 20_000;
+
+/// One parallel operation, as seen by the helpers.
+struct Job {
+    /// The caller's piece loop, its lifetime erased: only called while `closed` is false and
+    /// the caller waits on `active` (see [`Job::run`]).
+    work: *const (dyn Fn() + Sync),
+    /// Helpers currently inside `work`.
+    active: AtomicUsize,
+    /// Set by the caller once every piece is done: from then on `work` may dangle.
+    closed: AtomicBool,
+}
+
+// SAFETY: `work` points to a `Sync` closure, called from several threads only under the
+// `active`/`closed` protocol of `Job::run`, which keeps it alive for every call.
+#[allow(unsafe_code)]
+unsafe impl Send for Job {}
+// SAFETY: as above; the other fields are atomics.
+#[allow(unsafe_code)]
+unsafe impl Sync for Job {}
+
+impl Job {
+    /// Runs the work from a helper, unless the caller has already closed the job.
+    #[allow(unsafe_code)]
+    fn run(&self) {
+        self.active.fetch_add(1, Ordering::SeqCst);
+        if !self.closed.load(Ordering::SeqCst) {
+            // SAFETY: `active` was raised before `closed` was read as false (both SeqCst), so
+            // the caller's `closed` store comes later in the single total order, and its
+            // following wait sees `active > 0` until this call returns: the closure, on the
+            // caller's stack, is alive throughout.
+            let work = unsafe { &*self.work };
+            // A panic must not leave `active` raised (the caller would wait forever).
+            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+        }
+        self.active.fetch_sub(1, Ordering::SeqCst);
+    }
+}
+
+/// The helpers and the job they should join.
+struct Pool {
+    current: Mutex<Option<Arc<Job>>>,
+    generation: AtomicUsize,
+    helpers: OnceLock<Vec<Thread>>,
+}
+
+fn pool() -> &'static Pool {
+    static POOL: OnceLock<&'static Pool> = OnceLock::new();
+    POOL.get_or_init(|| {
+        let pool: &'static Pool = Box::leak(Box::new(Pool {
+            current: Mutex::new(None),
+            generation: AtomicUsize::new(0),
+            helpers: OnceLock::new(),
+        }));
+        let n = candle_core::utils::get_num_threads().saturating_sub(1);
+        let helpers = (0..n)
+            .filter_map(|i| {
+                std::thread::Builder::new()
+                    .name(format!("corrigible-helper-{i}"))
+                    .spawn(move || helper(pool))
+                    .ok()
+                    .map(|h| h.thread().clone())
+            })
+            .collect();
+        let _ = pool.helpers.set(helpers);
+        pool
+    })
+}
+
+fn helper(pool: &'static Pool) {
+    let mut seen = pool.generation.load(Ordering::Acquire);
+    loop {
+        let mut spins = 0;
+        while pool.generation.load(Ordering::Acquire) == seen {
+            spins += 1;
+            if spins < SPINS {
+                std::hint::spin_loop();
+            } else {
+                std::thread::park();
+                spins = 0;
+            }
+        }
+        seen = pool.generation.load(Ordering::Acquire);
+        let job = pool
+            .current
+            .lock()
+            .unwrap_or_else(|e| e.into_inner())
+            .clone();
+        if let Some(job) = job {
+            job.run();
+        }
+    }
+}
+
+fn helpers(pool: &Pool) -> &[Thread] {
+    pool.helpers.get().map_or(&[], Vec::as_slice)
+}
+
+/// Threads taking part in [`for_each_piece`].
+pub fn threads() -> usize {
+    helpers(pool()).len() + 1
+}
+
+/// Runs `f(items, out_piece)` over `out`, seen as `n_items` items of `item_len` values each,
+/// split into pieces of whole multiples of `align` items and shared among the threads.
+///
+/// `out` must hold `n_items * item_len` values; otherwise nothing runs.
+pub fn for_each_piece<F>(out: &mut [f32], n_items: usize, item_len: usize, align: usize, f: F)
+where
+    F: Fn(Range<usize>, &mut [f32]) + Sync,
+{
+    if out.len() != n_items * item_len || n_items == 0 {
+        return;
+    }
+    let align = align.max(1);
+    let threads = threads();
+    let units = n_items.div_ceil(align);
+    if threads == 1 || units < 2 {
+        f(0..n_items, out);
+        return;
+    }
+    let per_piece = units.div_ceil(threads * PIECES_PER_THREAD).max(1) * align;
+    let pieces: Vec<Mutex<(Range<usize>, &mut [f32])>> = out
+        .chunks_mut(per_piece * item_len.max(1))
+        .enumerate()
+        .map(|(i, chunk)| {
+            let start = i * per_piece;
+            Mutex::new((start..(start + per_piece).min(n_items), chunk))
+        })
+        .collect();
+    let next = AtomicUsize::new(0);
+    let work = || {
+        loop {
+            let i = next.fetch_add(1, Ordering::Relaxed);
+            let Some(piece) = pieces.get(i) else {
+                break;
+            };
+            // Each piece is taken by exactly one thread, so the lock is never contended; a
+            // poisoned lock (a panic in `f` elsewhere) still holds valid data.
+            let mut guard = piece.lock().unwrap_or_else(|e| e.into_inner());
+            let (items, chunk) = &mut *guard;
+            f(items.clone(), chunk);
+        }
+    };
+    run_shared(&work);
+}
+
+/// Publishes `work` to the helpers, runs it on this thread, then waits for helpers inside it.
+#[allow(unsafe_code)]
+fn run_shared(work: &(dyn Fn() + Sync)) {
+    let pool = pool();
+    // SAFETY: only the lifetime is erased. The pointer is dereferenced by `Job::run` alone,
+    // which does so only while this function has not returned (see below and `Job::run`).
+    let erased: *const (dyn Fn() + Sync + 'static) = unsafe { std::mem::transmute(work) };
+    let job = Arc::new(Job {
+        work: erased,
+        active: AtomicUsize::new(0),
+        closed: AtomicBool::new(false),
+    });
+    *pool.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&job));
+    pool.generation.fetch_add(1, Ordering::Release);
+    for h in helpers(pool) {
+        h.unpark();
+    }
+    work();
+    // After this store no helper enters `work`; wait for those already inside.
+    job.closed.store(true, Ordering::SeqCst);
+    while job.active.load(Ordering::SeqCst) != 0 {
+        std::hint::spin_loop();
+    }
+    // Drop the pool's reference so that the slot does not keep a stale job reachable.
+    let mut current = pool.current.lock().unwrap_or_else(|e| e.into_inner());
+    if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &job)) {
+        *current = None;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn every_item_is_visited_once() {
+        for _ in 0..50 {
+            let mut out = vec![0f32; 103 * 3];
+            for_each_piece(&mut out, 103, 3, 4, |items, piece| {
+                assert_eq!(piece.len(), items.len() * 3);
+                assert_eq!(items.start % 4, 0);
+                for (k, v) in piece.iter_mut().enumerate() {
+                    *v += (items.start * 3 + k) as f32;
+                }
+            });
+            let want: Vec<f32> = (0..103 * 3).map(|i| i as f32).collect();
+            assert_eq!(out, want);
+        }
+    }
+}
