@@ -56,8 +56,8 @@ impl std::fmt::Debug for LocalModel {
     }
 }
 
-/// The worker threads candle uses: `CANDLE_NUM_THREADS`, else `RAYON_NUM_THREADS`, else all
-/// cores. The pool is process-wide and created on first use.
+/// The inference threads (the caller and its helpers): `CANDLE_NUM_THREADS`, else
+/// `RAYON_NUM_THREADS`, else all cores. The pool is process-wide and created on first use.
 pub fn inference_threads() -> usize {
     std::env::var("CANDLE_NUM_THREADS")
         .ok()

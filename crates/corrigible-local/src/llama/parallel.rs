@@ -68,7 +68,7 @@ fn pool() -> &'static Pool {
             generation: AtomicUsize::new(0),
             helpers: OnceLock::new(),
         }));
-        let n = candle_core::utils::get_num_threads().saturating_sub(1);
+        let n = crate::model::inference_threads().saturating_sub(1);
         let helpers = (0..n)
             .filter_map(|i| {
                 std::thread::Builder::new()
