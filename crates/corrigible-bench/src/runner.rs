@@ -82,8 +82,7 @@ pub async fn run_suite(
     let mut results = Vec::new();
     for (index, task) in suite.tasks.iter().enumerate() {
         let registry = suite.registry(task)?;
-        // The same worked examples as `corrigible run` by default: one for a registered
-        // built-in tool, if any, and one answered directly.
+        // The same worked examples as `corrigible run` by default (none for BFCL tasks).
         let examples = corrigible_tools::builtin_examples(&registry.names());
         let agent = Agent::builder_shared((variants[0].factory)())
             .tools(registry)
