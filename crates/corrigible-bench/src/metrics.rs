@@ -10,17 +10,11 @@ use crate::faults::{FaultConfig, FaultKind, InjectedFault};
 use crate::policy::PolicyKind;
 use crate::suite::Grade;
 
-/// Rejections of a reply (as opposed to a tool's verdict on an executed call).
-const REPLY_CATEGORIES: [Category; 8] = [
-    Category::EmptyResponse,
-    Category::InvalidJson,
-    Category::DecisionSchema,
-    Category::UnknownTool,
-    Category::InvalidToolInput,
-    Category::RepeatedFailedAction,
-    Category::UngroundedFinal,
-    Category::OutputRejected,
-];
+/// Whether `category` rejects a reply (as opposed to a tool's verdict on an executed call):
+/// the engine's decision rejections, plus an output validator's refusal of the final answer.
+fn rejects_reply(category: Category) -> bool {
+    category.is_decision_rejection() || category == Category::OutputRejected
+}
 
 /// An injected fault and whether the engine got past it.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -87,7 +81,7 @@ impl TaskResult {
         let rejected = report
             .corrections
             .iter()
-            .filter(|c| REPLY_CATEGORIES.contains(&c.category))
+            .filter(|c| rejects_reply(c.category))
             .count() as u32;
         Self {
             task: task.to_string(),
