@@ -3,7 +3,7 @@
 use minijinja::{Environment, context};
 use serde::Serialize;
 
-use crate::feedback::{TemplateError, xml_escape};
+use crate::feedback::{TemplateError, xml_escape, xml_text_escape};
 use crate::model::{Protocol, ToolSpec};
 
 /// The default system prompt. Variables: `protocol` (`json` or `native`), `tools` (each with
@@ -95,7 +95,7 @@ pub fn tagged_tool_result(tool: &str, content: &str, is_error: bool) -> String {
     format!(
         "<tool_result tool=\"{}\"{status}>{}</tool_result>",
         xml_escape(tool),
-        xml_escape(content)
+        xml_text_escape(content)
     )
 }
 
@@ -128,6 +128,10 @@ mod tests {
         assert_eq!(
             tagged_tool_result("calc", "<b>1</b>", true),
             "<tool_result tool=\"calc\" status=\"error\">&lt;b&gt;1&lt;/b&gt;</tool_result>"
+        );
+        assert_eq!(
+            tagged_tool_result("time", r#"{"a":"x & y"}"#, false),
+            r#"<tool_result tool="time">{"a":"x &amp; y"}</tool_result>"#
         );
     }
 }
