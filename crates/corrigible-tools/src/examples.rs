@@ -28,12 +28,12 @@ fn time() -> WorkedExample {
     WorkedExample {
         request: "What time is it in Ulaanbaatar?".into(),
         steps: vec![ExampleStep {
-            reason: "The time tool knows the current time in a zone.".into(),
+            reason: "The time tool knows the current time in a city.".into(),
             tool: TIME.into(),
-            input: json!({"timezone": "Asia/Ulaanbaatar"}),
-            result: r#"{"timezone":"Asia/Ulaanbaatar","local_time":"2026-02-03T08:15:00+08:00","utc_offset":"+08:00"}"#.into(),
+            input: json!({"city": "Ulaanbaatar"}),
+            result: r#"{"timezone":"Asia/Ulaanbaatar","time":"08:15","local_time":"2026-02-03T08:15:00+08:00","utc_offset":"+08:00"}"#.into(),
         }],
-        answer: "It is 08:15 in Ulaanbaatar (Asia/Ulaanbaatar, UTC+08:00).".into(),
+        answer: "It is 08:15 in Ulaanbaatar.".into(),
     }
 }
 

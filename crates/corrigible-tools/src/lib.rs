@@ -17,6 +17,7 @@ pub mod calculator;
 pub mod examples;
 #[cfg(feature = "fake-server")]
 pub mod fake;
+mod fold;
 pub mod registry;
 pub mod time;
 pub mod weather;

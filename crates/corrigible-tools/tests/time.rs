@@ -15,7 +15,7 @@ fn registry() -> ToolRegistry {
 }
 
 async fn time(zone: &str) -> corrigible::ToolOutcome {
-    call(&registry(), "time", json!({ "timezone": zone })).await
+    call(&registry(), "time", json!({ "city": zone })).await
 }
 
 #[tokio::test]
@@ -24,6 +24,7 @@ async fn known_zones_give_local_time_with_offset() {
         ok_value(time("Asia/Kolkata").await),
         json!({
             "timezone": "Asia/Kolkata",
+            "time": "18:00",
             "local_time": "2026-07-01T18:00:05+05:30",
             "utc_offset": "+05:30"
         })
@@ -46,10 +47,25 @@ async fn letter_case_is_forgiven() {
 }
 
 #[tokio::test]
+async fn cities_resolve_to_their_zone() {
+    let value = ok_value(time("Mumbai").await);
+    assert_eq!(value["timezone"], json!("Asia/Kolkata"));
+    assert_eq!(value["time"], json!("18:00"));
+    let value = ok_value(call(&registry(), "time", json!({"city": "São Paulo"})).await);
+    assert_eq!(value["timezone"], json!("America/Sao_Paulo"));
+}
+
+#[tokio::test]
+async fn utc_offsets_ask_for_the_place() {
+    let message = retry_message(time("UTC+08:00").await);
+    assert!(message.contains("is a UTC offset"), "{message}");
+}
+
+#[tokio::test]
 async fn system_clock_gives_an_rfc3339_time() {
     let mut registry = ToolRegistry::new();
     registry.register_typed(TimeTool::new()).unwrap();
-    let value = ok_value(call(&registry, "time", json!({"timezone": "Asia/Tokyo"})).await);
+    let value = ok_value(call(&registry, "time", json!({"city": "Asia/Tokyo"})).await);
     let local = value["local_time"].as_str().unwrap();
     let parsed = chrono::DateTime::parse_from_rfc3339(local).unwrap();
     assert_eq!(parsed.offset().local_minus_utc(), 9 * 3600);
@@ -63,9 +79,9 @@ async fn system_clock_gives_an_rfc3339_time() {
 
 #[tokio::test]
 async fn unknown_zones_list_close_matches() {
-    let message = retry_message(time("kolkata").await);
+    let message = retry_message(time("Asia/Kolkat").await);
     assert!(
-        message.starts_with("unknown time zone `kolkata`"),
+        message.starts_with("unknown time zone `Asia/Kolkat`"),
         "{message}"
     );
     assert!(message.contains("Asia/Kolkata"), "{message}");

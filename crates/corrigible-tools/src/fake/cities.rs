@@ -1,5 +1,7 @@
 //! The fake server's fixed table of cities and their (made-up, stable) conditions.
 
+use crate::fold::fold;
+
 /// A city the fake geocoding API knows, with the conditions its fake forecast reports.
 #[derive(Debug, Clone, Copy, PartialEq)]
 pub struct FakeCity {
@@ -82,18 +84,4 @@ pub fn city_at(latitude: f64, longitude: f64) -> Option<&'static FakeCity> {
     FAKE_CITIES
         .iter()
         .find(|c| (c.latitude - latitude).abs() < 0.01 && (c.longitude - longitude).abs() < 0.01)
-}
-
-fn fold(name: &str) -> String {
-    name.chars()
-        .map(|c| match c {
-            'á' | 'à' | 'â' | 'ã' | 'ä' | 'Á' | 'À' | 'Â' | 'Ã' | 'Ä' => 'a',
-            'é' | 'è' | 'ê' | 'ë' | 'É' | 'È' | 'Ê' | 'Ë' => 'e',
-            'í' | 'ì' | 'î' | 'ï' | 'Í' => 'i',
-            'ó' | 'ò' | 'ô' | 'õ' | 'ö' | 'Ó' | 'Ö' => 'o',
-            'ú' | 'ù' | 'û' | 'ü' | 'Ú' | 'Ü' => 'u',
-            'ç' | 'Ç' => 'c',
-            other => other.to_ascii_lowercase(),
-        })
-        .collect()
 }

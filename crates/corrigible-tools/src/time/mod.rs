@@ -1,5 +1,6 @@
-//! The `time` tool: an IANA time zone in, the current local time out.
+//! The `time` tool: an IANA time zone or a city in, the current local time out.
 
+mod cities;
 mod zones;
 
 use async_trait::async_trait;
@@ -17,8 +18,9 @@ pub const TIME: &str = "time";
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TimeInput {
-    /// An IANA time zone name such as `Asia/Kolkata`, `Europe/London` or `UTC`.
-    pub timezone: String,
+    /// A city such as `Mumbai` or `New York`, or an IANA time zone name such as `Asia/Kolkata`
+    /// or `UTC`.
+    pub city: String,
 }
 
 /// Output of the `time` tool.
@@ -26,6 +28,8 @@ pub struct TimeInput {
 pub struct TimeOutput {
     /// The canonical zone name.
     pub timezone: String,
+    /// The local wall-clock time, `HH:MM` on a 24-hour clock.
+    pub time: String,
     /// The local time, ISO 8601 with its offset, e.g. `2026-11-29T22:08:41+05:30`.
     pub local_time: String,
     /// The zone's offset from UTC at that instant, e.g. `+05:30`.
@@ -40,9 +44,11 @@ enum Clock {
     Fixed(DateTime<Utc>),
 }
 
-/// Tells the current local time in an IANA time zone.
+/// Tells the current local time in an IANA time zone or a city.
 ///
-/// An unknown zone is a [`ToolOutcome::Retry`] listing up to three close matches.
+/// An unknown zone is a [`ToolOutcome::Retry`] listing up to three close matches; a UTC offset
+/// (`UTC+08:00`) is one too, asking for the place instead, since an offset ignores daylight
+/// saving time.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct TimeTool {
     clock: Clock,
@@ -71,6 +77,7 @@ impl TimeTool {
         let local = now.with_timezone(&tz);
         Ok(TimeOutput {
             timezone: tz.name().to_string(),
+            time: local.format("%H:%M").to_string(),
             local_time: local.to_rfc3339_opts(SecondsFormat::Secs, false),
             utc_offset: local.offset().fix().to_string(),
         })
@@ -86,12 +93,12 @@ impl TypedTool for TimeTool {
     }
 
     fn description(&self) -> &str {
-        "Returns the current local time in an IANA time zone (e.g. Asia/Kolkata, \
-         Europe/London, America/New_York, UTC) as ISO 8601 with the UTC offset."
+        "Returns the current local time in a city or an IANA time zone (e.g. Mumbai, \
+         New York, Europe/London, UTC) as ISO 8601 with the UTC offset."
     }
 
     async fn call(&self, input: TimeInput, _ctx: &ToolContext) -> ToolOutcome {
-        match self.local_time(&input.timezone) {
+        match self.local_time(&input.city) {
             Ok(output) => ToolOutcome::ok(output),
             Err(e) => ToolOutcome::Retry(e.to_string()),
         }

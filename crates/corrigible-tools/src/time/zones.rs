@@ -1,6 +1,8 @@
-//! Resolving IANA time zone names, and suggesting close matches for unknown ones.
+//! Resolving time zones by IANA name or city, and suggesting close matches for unknown ones.
 
 use chrono_tz::{TZ_VARIANTS, Tz};
+
+use super::cities::{canonical, city_zone};
 
 /// How many close matches an unknown zone's message lists.
 const MAX_SUGGESTIONS: usize = 3;
@@ -21,6 +23,13 @@ impl UnknownZone {
     fn message(&self) -> String {
         let hint =
             "use an IANA time zone name such as Asia/Kolkata, Europe/London or America/New_York";
+        if is_utc_offset(&self.name) {
+            return format!(
+                "`{}` is a UTC offset, not a time zone: give the city the user asked about \
+                 (e.g. `Lima`) or its IANA zone (e.g. `America/Lima`)",
+                self.name
+            );
+        }
         match self.suggestions.as_slice() {
             [] => format!("unknown time zone `{}`: {hint}", self.name),
             [one] => format!("unknown time zone `{}`: did you mean {one}?", self.name),
@@ -33,20 +42,40 @@ impl UnknownZone {
     }
 }
 
-/// The zone named `name`: an exact IANA name, or one differing only in letter case.
+/// The zone named `name`: an IANA name (letter case ignored; a link named after a city, such as
+/// `Singapore`, gives the city's canonical zone), or a city (`Tokyo`, `São Paulo`, `Mumbai`).
 pub fn resolve(name: &str) -> Result<Tz, UnknownZone> {
     let trimmed = name.trim();
     if let Ok(tz) = trimmed.parse::<Tz>() {
-        return Ok(tz);
+        return Ok(canonical(tz));
     }
-    TZ_VARIANTS
+    if let Some(tz) = TZ_VARIANTS
         .iter()
         .find(|tz| tz.name().eq_ignore_ascii_case(trimmed))
-        .copied()
-        .ok_or_else(|| UnknownZone {
-            name: name.to_string(),
-            suggestions: suggest(trimmed),
-        })
+    {
+        return Ok(canonical(*tz));
+    }
+    city_zone(trimmed).ok_or_else(|| UnknownZone {
+        name: name.to_string(),
+        suggestions: if is_utc_offset(trimmed) {
+            Vec::new()
+        } else {
+            suggest(trimmed)
+        },
+    })
+}
+
+/// Whether `name` reads as a UTC offset (`UTC+08:00`, `GMT-5`, `+05:30`) rather than a zone.
+fn is_utc_offset(name: &str) -> bool {
+    let lower = name.trim().to_ascii_lowercase();
+    let rest = lower
+        .strip_prefix("utc")
+        .or_else(|| lower.strip_prefix("gmt"))
+        .unwrap_or(&lower)
+        .trim_start();
+    let mut chars = rest.chars();
+    matches!(chars.next(), Some('+' | '-' | '−'))
+        && chars.next().is_some_and(|c| c.is_ascii_digit())
 }
 
 /// Up to three known zones close to `name`, best first.
@@ -102,6 +131,24 @@ mod tests {
         assert_eq!(suggest("kolkata").first(), Some(&"Asia/Kolkata"));
         assert_eq!(suggest("new york").first(), Some(&"America/New_York"));
         assert_eq!(suggest("Europe/Londn").first(), Some(&"Europe/London"));
+    }
+
+    #[test]
+    fn cities_and_city_links_resolve_to_canonical_zones() {
+        assert_eq!(resolve("Tokyo"), Ok(Tz::Asia__Tokyo));
+        assert_eq!(resolve("Mumbai"), Ok(Tz::Asia__Kolkata));
+        assert_eq!(resolve("Singapore"), Ok(Tz::Asia__Singapore));
+        assert_eq!(resolve("singapore"), Ok(Tz::Asia__Singapore));
+    }
+
+    #[test]
+    fn utc_offsets_are_rejected_with_a_hint_to_name_the_place() {
+        for offset in ["UTC+08:00", "GMT-5", "+05:30", "utc −3"] {
+            let err = resolve(offset).unwrap_err();
+            assert!(err.suggestions.is_empty(), "{offset}: {err:?}");
+            assert!(err.to_string().contains("is a UTC offset"), "{err}");
+        }
+        assert_eq!(resolve("UTC"), Ok(Tz::UTC));
     }
 
     #[test]
