@@ -38,6 +38,31 @@ pub struct Generation {
     pub prefill_time: Duration,
     /// Time spent generating.
     pub decode_time: Duration,
+    /// At each generated position, how far the chosen token's logit was above the next allowed
+    /// one (infinite where only one token was allowed): small where the model hesitated.
+    pub margins: Vec<f32>,
+}
+
+impl Generation {
+    /// The position where the model hesitated most among those with a choice, if any.
+    pub fn least_certain(&self) -> Option<usize> {
+        self.margins
+            .iter()
+            .enumerate()
+            .filter(|(_, m)| m.is_finite())
+            .min_by(|a, b| a.1.total_cmp(b.1))
+            .map(|(i, _)| i)
+    }
+}
+
+/// A token refused at one position, while the output so far equals `prefix`: the smallest
+/// change that turns a reply into a different one.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Ban {
+    /// The tokens that precede the banned one.
+    pub prefix: Vec<u32>,
+    /// The refused token.
+    pub token: u32,
 }
 
 /// What the decoding loop needs besides the prompt.
@@ -50,6 +75,8 @@ pub struct DecodeParams<'a> {
     pub sampler: Sampler,
     /// The grammar the output must follow, if any.
     pub constraint: Option<Constraint>,
+    /// A token refused after a given prefix, if any.
+    pub ban: Option<Ban>,
 }
 
 /// The transformer and the tokens whose keys and values it holds.
@@ -131,10 +158,18 @@ impl Runner {
 
         let start = Instant::now();
         let mut tokens = Vec::new();
+        let mut margins = Vec::new();
         let stop = loop {
             if let Some(c) = params.constraint.as_mut() {
                 c.mask(&mut logits)?;
             }
+            if let Some(ban) = &params.ban
+                && ban.prefix == tokens
+                && let Some(l) = logits.get_mut(ban.token as usize)
+            {
+                *l = f32::NEG_INFINITY;
+            }
+            margins.push(top_margin(&logits));
             let Some(token) = params.sampler.pick(&logits) else {
                 return Err(LocalError::Constraint(
                     "no token is allowed at this point of the output".into(),
@@ -162,13 +197,48 @@ impl Runner {
             stop,
             prefill_time,
             decode_time: start.elapsed(),
+            margins,
         })
+    }
+}
+
+/// The largest finite logit minus the second largest (infinite with fewer than two).
+fn top_margin(logits: &[f32]) -> f32 {
+    let (mut first, mut second) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+    for &l in logits {
+        if l > first {
+            second = first;
+            first = l;
+        } else if l > second {
+            second = l;
+        }
+    }
+    if second.is_finite() {
+        first - second
+    } else {
+        f32::INFINITY
     }
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn margins_and_the_least_certain_position() {
+        assert_eq!(top_margin(&[1.0, 3.5, f32::NEG_INFINITY, 2.0]), 1.5);
+        assert_eq!(top_margin(&[f32::NEG_INFINITY, 4.0]), f32::INFINITY);
+        let generation = Generation {
+            tokens: vec![1, 2, 3],
+            prefilled: 0,
+            reused: 0,
+            stop: StopReason::EndOfTurn,
+            prefill_time: Duration::ZERO,
+            decode_time: Duration::ZERO,
+            margins: vec![f32::INFINITY, 0.7, 0.2, 3.0],
+        };
+        assert_eq!(generation.least_certain(), Some(2));
+    }
 
     #[test]
     fn common_prefix_counts_equal_leading_tokens() {

@@ -25,7 +25,7 @@ mod template;
 mod tokenizer;
 
 pub use config::{Constrain, LocalConfig, Weights};
-pub use constraint::{constraint_schema, narrowed_schema};
+pub use constraint::{StringCaps, constraint_schema, narrowed_schema};
 pub use correction::{CORRECTION_TEMPERATURE, CORRECTION_TOP_P, MAX_RESAMPLES, correction_seed};
 pub use error::{FETCH_COMMAND, LocalError};
 pub use generate::{Generation, StopReason};

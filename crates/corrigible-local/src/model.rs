@@ -10,15 +10,16 @@ use async_trait::async_trait;
 use candle_core::Device;
 use candle_core::quantized::gguf_file;
 use corrigible::{
-    CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Usage,
+    Allowed, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol,
+    Usage,
 };
 use serde_json::Value;
 
 use crate::config::{Constrain, LocalConfig};
-use crate::constraint::{Guide, constraint_schema, narrowed_schema};
+use crate::constraint::{Guide, StringCaps, constraint_schema, narrowed_schema};
 use crate::correction::CorrectionDecoding;
 use crate::error::LocalError;
-use crate::generate::{DecodeParams, Generation, Runner};
+use crate::generate::{Ban, DecodeParams, Generation, Runner};
 use crate::sampler::Sampler;
 use crate::template::ChatTemplate;
 use crate::tokenizer::Tokenizer;
@@ -187,6 +188,7 @@ impl LocalModel {
             stop_tokens: &[],
             sampler: Sampler::Greedy,
             constraint: None,
+            ban: None,
         };
         self.inner.lock().runner.generate(prompt, params)
     }
@@ -221,7 +223,7 @@ impl Inner {
     ) -> Result<Generation, LocalError> {
         let config = &self.config;
         let sampler = Sampler::new(config.temperature, config.top_p, config.seed);
-        self.generate_with(prompt, schema, sampler)
+        self.generate_with(prompt, schema, sampler, None)
     }
 
     fn generate_with(
@@ -229,6 +231,7 @@ impl Inner {
         prompt: &[u32],
         schema: Option<&Value>,
         sampler: Sampler,
+        ban: Option<Ban>,
     ) -> Result<Generation, LocalError> {
         let mut state = self.lock();
         let constraint = match schema {
@@ -240,8 +243,13 @@ impl Inner {
             stop_tokens: self.tokenizer.stop_tokens(),
             sampler,
             constraint,
+            ban,
         };
         state.runner.generate(prompt, params)
+    }
+
+    fn caps(&self) -> StringCaps {
+        StringCaps::fitting(self.config.max_tokens)
     }
 
     fn complete(
@@ -257,7 +265,7 @@ impl Inner {
         let prompt = self.template.render(&request.messages)?;
         let tokens = self.tokenizer.encode(&prompt)?;
         let Some(correction) = &request.correction else {
-            let schema = constraint_schema(&request.tools, constrain);
+            let schema = constraint_schema(&request.tools, constrain, self.caps());
             let generation = self.generate_tokens(&tokens, schema.as_ref())?;
             let text = self.tokenizer.decode(&generation.tokens)?;
             return Ok(reply(
@@ -283,9 +291,11 @@ impl Inner {
         let mut allowed = correction.allowed();
         let mut plan = CorrectionDecoding::new(&self.config, correction);
         let mut output_tokens = 0;
+        let mut greedy_repeat = None;
         loop {
-            let schema = narrowed_schema(&request.tools, constrain, &allowed);
-            let generation = self.generate_with(tokens, Some(&schema), plan.sampler())?;
+            let schema = narrowed_schema(&request.tools, constrain, &allowed, self.caps());
+            let greedy = matches!(plan.sampler(), Sampler::Greedy);
+            let generation = self.generate_with(tokens, Some(&schema), plan.sampler(), None)?;
             output_tokens += generation.tokens.len();
             let text = self.tokenizer.decode(&generation.tokens)?;
             let done = if !correction.repeats(&text) {
@@ -299,11 +309,55 @@ impl Inner {
             } else {
                 true
             };
+            let identical = text.trim() == correction.rejected_reply.trim();
+            if identical && greedy && greedy_repeat.is_none() {
+                greedy_repeat = Some((generation.clone(), schema.clone()));
+            }
             if done {
+                if identical && let Some((repeat, schema)) = greedy_repeat.take() {
+                    return self.diverge(
+                        tokens,
+                        &repeat,
+                        &schema,
+                        output_tokens,
+                        plan,
+                        constrain,
+                        &allowed,
+                    );
+                }
                 let label = plan.label(constrain, &allowed);
                 return Ok(reply(text, tokens, &generation, output_tokens, label));
             }
         }
+    }
+
+    /// The last resort of a correction round whose every attempt repeated the rejected reply:
+    /// the greedy reply again, with its token refused where the model hesitated most, so the
+    /// reply differs as little as possible but differs.
+    #[allow(clippy::too_many_arguments)]
+    fn diverge(
+        &self,
+        tokens: &[u32],
+        repeat: &Generation,
+        schema: &Value,
+        mut output_tokens: usize,
+        plan: CorrectionDecoding<'_>,
+        constrain: Constrain,
+        allowed: &Allowed,
+    ) -> Result<ModelReply, LocalError> {
+        let at = repeat
+            .least_certain()
+            .filter(|&at| at < repeat.tokens.len())
+            .unwrap_or(0);
+        let ban = repeat.tokens.get(at).map(|&token| Ban {
+            prefix: repeat.tokens[..at].to_vec(),
+            token,
+        });
+        let generation = self.generate_with(tokens, Some(schema), Sampler::Greedy, ban)?;
+        output_tokens += generation.tokens.len();
+        let text = self.tokenizer.decode(&generation.tokens)?;
+        let label = format!("{} diverged_at={at}", plan.label(constrain, allowed));
+        Ok(reply(text, tokens, &generation, output_tokens, label))
     }
 }
 

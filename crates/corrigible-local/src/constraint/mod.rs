@@ -9,7 +9,7 @@ use llguidance::api::TopLevelGrammar;
 use llguidance::{Matcher, ParserFactory};
 use serde_json::Value;
 
-pub use schema::{constraint_schema, narrowed_schema};
+pub use schema::{StringCaps, constraint_schema, narrowed_schema};
 
 use crate::error::LocalError;
 use crate::tokenizer::Tokenizer;
