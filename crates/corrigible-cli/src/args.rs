@@ -117,6 +117,11 @@ pub struct BoundArgs {
     /// Time an open breaker waits before one probe call, in ms (default 60000).
     #[arg(long)]
     pub breaker_reset_ms: Option<u64>,
+    /// Support a satisfied answer needs: `values` (default: when tools returned numbers or
+    /// short strings, the answer states one of them) or `failures` (only: not every tool call
+    /// failed)
+    #[arg(long)]
+    pub grounding: Option<corrigible::Grounding>,
     /// Model calls per run (default: unlimited).
     #[arg(long)]
     pub max_model_calls: Option<u32>,

@@ -27,6 +27,9 @@ pub struct FileConfig {
     /// Built-in tools to offer, as `--tools`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
+    /// Support a satisfied answer needs, as `--grounding`: `values` or `failures`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub grounding: Option<String>,
     /// Per-run bounds.
     #[serde(default)]
     pub limits: LimitsConfig,
@@ -206,6 +209,9 @@ impl FileConfig {
         policy.limits.max_input_tokens = l.max_input_tokens;
         policy.limits.max_output_tokens = l.max_output_tokens;
         policy.max_rejections = l.tool_rejections;
+        if let Some(grounding) = &self.grounding {
+            policy.grounding = grounding.parse().map_err(|e| anyhow!("grounding: {e}"))?;
+        }
 
         let r = &self.retry;
         let jitter = match r.jitter.as_str() {
@@ -270,6 +276,7 @@ mod tests {
         let config = parse(
             r#"
             model = "replay:x.jsonl"
+            grounding = "failures"
             [limits]
             max_actions = 4
             max_corrections = 1
@@ -294,6 +301,7 @@ mod tests {
         .unwrap();
         let policy = config.policy().unwrap();
         assert_eq!(policy.limits.max_actions, 4);
+        assert_eq!(policy.grounding, corrigible::Grounding::Failures);
         assert_eq!(policy.limits.max_model_calls, Some(10));
         assert_eq!(policy.max_rejections, 3);
         assert_eq!(policy.retry.backoff.initial(), Duration::from_millis(100));
@@ -327,6 +335,8 @@ mod tests {
             .unwrap_err()
             .to_string();
         assert!(err.contains("reset_ms"), "{err}");
+        let err = parse("grounding = \"vibes\"\n").unwrap_err().to_string();
+        assert!(err.contains("grounding") && err.contains("vibes"), "{err}");
     }
 
     #[test]

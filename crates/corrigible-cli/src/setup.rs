@@ -161,6 +161,9 @@ pub fn policy(mut policy: Policy, bounds: &BoundArgs) -> anyhow::Result<Policy> 
     if let Some(n) = bounds.tool_retries {
         policy.retry.max_retries = n;
     }
+    if let Some(grounding) = bounds.grounding {
+        policy.grounding = grounding;
+    }
     if bounds.backoff_initial_ms.is_some() || bounds.backoff_max_ms.is_some() {
         let current = policy.retry.backoff;
         let initial = bounds

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 const SCRIPT: &[&str] = &[
     r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"weather\",\"tool_input\":{\"city\":\"Delhi\"}}"}"#,
-    r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"weather fetched\"}"}"#,
+    r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"It is 21.4 °C in Delhi.\"}"}"#,
     r#"{"text": "{\"state\":\"final\",\"satisfied\":false,\"final_summary\":\"the weather service is down\"}"}"#,
 ];
 

@@ -301,7 +301,7 @@ async fn shutting_down_refuses_new_runs_with_503_and_finishes_those_in_flight() 
 
     let finished = in_flight.await.unwrap();
     assert_eq!(finished.status(), StatusCode::OK);
-    assert_eq!(body(finished).await["final_summary"], "done");
+    assert_eq!(body(finished).await["final_summary"], "slept 400 ms");
     server.stop().await;
 }
 

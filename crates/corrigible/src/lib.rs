@@ -13,6 +13,7 @@ pub mod decision;
 pub mod examples;
 pub mod feedback;
 pub mod fingerprint;
+pub mod grounding;
 pub mod message;
 pub mod model;
 pub mod narrowing;
@@ -27,6 +28,7 @@ pub mod trace;
 pub use agent::{Agent, AgentBuilder, BuildError, OutputValidator, RunError, RunOptions};
 pub use decision::{Action, Decision, Final};
 pub use examples::{ExampleStep, WorkedExample};
+pub use grounding::Grounding;
 pub use message::{Message, MessageKind, Role, ToolCall};
 pub use model::{
     CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec, Usage,

@@ -22,6 +22,9 @@ pub enum Category {
     RepeatedFailedAction,
     /// `satisfied: true` while every executed tool failed.
     UngroundedFinal,
+    /// `satisfied: true` while the tools returned facts (numbers, short strings) and the
+    /// answer states none of them.
+    UnstatedResult,
     /// An output validator refused the final answer.
     OutputRejected,
     /// The tool returned `Retry`.
@@ -34,7 +37,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 11] = [
+    pub const ALL: [Category; 12] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
@@ -42,6 +45,7 @@ impl Category {
         Category::InvalidToolInput,
         Category::RepeatedFailedAction,
         Category::UngroundedFinal,
+        Category::UnstatedResult,
         Category::OutputRejected,
         Category::ToolRejected,
         Category::ToolFailed,
@@ -58,6 +62,7 @@ impl Category {
             Category::InvalidToolInput => "invalid_tool_input",
             Category::RepeatedFailedAction => "repeated_failed_action",
             Category::UngroundedFinal => "ungrounded_final",
+            Category::UnstatedResult => "unstated_result",
             Category::OutputRejected => "output_rejected",
             Category::ToolRejected => "tool_rejected",
             Category::ToolFailed => "tool_failed",
@@ -76,6 +81,7 @@ impl Category {
                 | Category::InvalidToolInput
                 | Category::RepeatedFailedAction
                 | Category::UngroundedFinal
+                | Category::UnstatedResult
         )
     }
 }

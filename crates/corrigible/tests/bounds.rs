@@ -375,7 +375,7 @@ async fn the_context_budget_trims_old_turns_and_says_so() {
             )
         })
         .collect();
-    replies.push(final_answer(true, "done"));
+    replies.push(final_answer(true, "the last length is 402"));
     let refs: Vec<&str> = replies.iter().map(String::as_str).collect();
     let model = Arc::new(Scripted::texts(&refs));
     Agent::builder_shared(model.clone())

@@ -222,6 +222,48 @@ async fn ungrounded_final_is_corrected() {
 }
 
 #[tokio::test]
+async fn an_answer_that_states_no_tool_result_is_corrected() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("calculator", json!({"expression": "2*(3+4)"})),
+        &final_answer(true, "I computed it."),
+        &final_answer(true, "2*(3+4) is 14."),
+    ]));
+    let report = agent(model.clone())
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(c.category, Category::UnstatedResult);
+    assert_eq!((c.stage.as_str(), c.corrected), ("step_2", true));
+    assert!(c.error.contains("result of calculator: 14"), "{}", c.error);
+    assert!(report.satisfied);
+    assert_eq!(report.final_summary.as_deref(), Some("2*(3+4) is 14."));
+}
+
+#[tokio::test]
+async fn failures_grounding_accepts_an_answer_that_states_no_result() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("calculator", json!({"expression": "2*(3+4)"})),
+        &final_answer(true, "I computed it."),
+    ]));
+    let policy = Policy {
+        grounding: corrigible::Grounding::Failures,
+        ..Policy::default()
+    };
+    let report = agent(model)
+        .policy(policy)
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    assert!(report.corrections.is_empty());
+    assert!(report.satisfied);
+}
+
+#[tokio::test]
 async fn mixed_failed_and_successful_results_are_never_overruled() {
     let flaky = Arc::new(Flaky::new("lookup", 1));
     let model = Arc::new(Scripted::texts(&[

@@ -42,6 +42,6 @@ impl Tool for RecordingTool {
     }
 
     async fn call(&self, _input: Value, _ctx: &ToolContext) -> ToolOutcome {
-        ToolOutcome::Ok(Value::String("call recorded".into()))
+        ToolOutcome::Ok(serde_json::json!({"recorded": true}))
     }
 }

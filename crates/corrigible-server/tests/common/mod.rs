@@ -34,7 +34,7 @@ pub const TRANSPORT_FAILURE: &str = r#"{"transport_error": "connection refused (
 pub fn slow(ms: u64) -> String {
     format!(
         "{{\"text\": \"{{\\\"state\\\":\\\"action\\\",\\\"reason\\\":\\\"wait\\\",\\\"tool\\\":\\\"sleep\\\",\\\"tool_input\\\":{{\\\"ms\\\":{ms}}}}}\"}}\n\
-         {{\"text\": \"{{\\\"state\\\":\\\"final\\\",\\\"satisfied\\\":true,\\\"final_summary\\\":\\\"done\\\"}}\"}}\n"
+         {{\"text\": \"{{\\\"state\\\":\\\"final\\\",\\\"satisfied\\\":true,\\\"final_summary\\\":\\\"slept {ms} ms\\\"}}\"}}\n"
     )
 }
 

@@ -109,6 +109,7 @@ impl Run<'_> {
                     serde_json::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
+                self.state.results.push((name.clone(), value.clone()));
                 record.output = Some(value);
                 self.rec.step(record, retried);
                 self.history.tool_result(call_id, &name, &text, false);

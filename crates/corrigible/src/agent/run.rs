@@ -26,6 +26,8 @@ pub(crate) struct RunState {
     pub executed: u32,
     /// Whether any executed action succeeded.
     pub any_ok: bool,
+    /// The outputs of the actions that succeeded, with their tool, in order.
+    pub results: Vec<(String, serde_json::Value)>,
     /// Fingerprints of failed actions, with their error.
     pub failed: BTreeMap<String, String>,
     /// `Retry` rejections per tool.

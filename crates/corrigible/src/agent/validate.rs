@@ -1,7 +1,11 @@
 use super::run::Run;
 use crate::decision::Decision;
 use crate::fingerprint::fingerprint;
+use crate::grounding::{Evidence, Grounding};
 use crate::rejection::{Category, Rejection};
+
+/// Longest tool result quoted back in an `ungrounded_final` rejection, in characters.
+const MAX_SHOWN_RESULT_CHARS: usize = 300;
 
 impl Run<'_> {
     /// Checks a parsed decision against the registry, the run's failures and its evidence.
@@ -40,9 +44,36 @@ impl Run<'_> {
                          and say what failed",
                     ));
                 }
+                if answer.satisfied
+                    && self.policy.grounding == Grounding::Values
+                    && let Some(message) = self.unstated_results(&answer.summary)
+                {
+                    return Err(Rejection::new(Category::UnstatedResult, message));
+                }
             }
         }
         Ok(decision)
+    }
+
+    /// Why `summary` is unsupported when tools returned facts and it states none of them.
+    fn unstated_results(&self, summary: &str) -> Option<String> {
+        let evidence = Evidence::new(self.state.results.iter().map(|(_, v)| v), &self.request);
+        if evidence.is_empty() || evidence.stated_in(summary) {
+            return None;
+        }
+        let (tool, last) = self.state.results.last()?;
+        let mut shown = last.to_string();
+        if shown.chars().count() > MAX_SHOWN_RESULT_CHARS {
+            shown = shown
+                .chars()
+                .take(MAX_SHOWN_RESULT_CHARS)
+                .collect::<String>()
+                + "…";
+        }
+        Some(format!(
+            "satisfied is true but the answer states nothing the tools returned; answer with \
+             the values the user asked for, from the result of {tool}: {shown}"
+        ))
     }
 
     fn unknown_tool_message(&self, name: &str) -> String {

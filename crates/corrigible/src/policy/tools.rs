@@ -1,6 +1,7 @@
 use std::collections::BTreeMap;
 
 use super::{Backoff, BreakerPolicy, Limits};
+use crate::grounding::Grounding;
 
 /// Retries of tool executions that ended `Failed`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -70,6 +71,8 @@ pub struct Policy {
     pub retry_scope: RetryScope,
     /// Whether safe local repairs are applied before rejecting malformed JSON.
     pub repair: bool,
+    /// How much tool support a `satisfied: true` answer needs.
+    pub grounding: Grounding,
 }
 
 impl Default for Policy {
@@ -82,6 +85,7 @@ impl Default for Policy {
             tools: BTreeMap::new(),
             retry_scope: RetryScope::All,
             repair: true,
+            grounding: Grounding::default(),
         }
     }
 }

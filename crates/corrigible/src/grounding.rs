@@ -1,0 +1,197 @@
+//! Grounding: whether a satisfied final answer is supported by what the run's tools returned.
+
+use serde::{Deserialize, Serialize};
+use serde_json::Value;
+
+/// Longest string of a tool result that counts as a fact an answer can state.
+const MAX_FACT_CHARS: usize = 40;
+
+/// How much support a `satisfied: true` answer needs: an answer after tool calls that all
+/// failed is `ungrounded_final`; one that states none of the facts the tools returned is
+/// `unstated_result`.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum Grounding {
+    /// Some executed tool call succeeded (or none was executed).
+    Failures,
+    /// As `failures`, and when tools returned facts (numbers, short strings), the answer states
+    /// at least one of them.
+    #[default]
+    Values,
+}
+
+impl Grounding {
+    /// Its name in configuration: `failures` or `values`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Grounding::Failures => "failures",
+            Grounding::Values => "values",
+        }
+    }
+}
+
+impl std::str::FromStr for Grounding {
+    type Err = String;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "failures" => Ok(Grounding::Failures),
+            "values" => Ok(Grounding::Values),
+            other => Err(format!(
+                "unknown grounding `{other}`: use `values` or `failures`"
+            )),
+        }
+    }
+}
+
+/// The facts successful tool results offer an answer: their numbers, and their short strings
+/// that the user's request does not already contain.
+#[derive(Debug, Clone, Default, PartialEq)]
+pub struct Evidence {
+    numbers: Vec<f64>,
+    strings: Vec<String>,
+}
+
+impl Evidence {
+    /// The facts of `results` for an answer to `request`.
+    pub fn new<'a>(results: impl IntoIterator<Item = &'a Value>, request: &str) -> Self {
+        let mut evidence = Evidence::default();
+        let request = request.to_lowercase();
+        for result in results {
+            evidence.collect(result, &request);
+        }
+        evidence
+    }
+
+    fn collect(&mut self, value: &Value, request: &str) {
+        match value {
+            Value::Number(n) => self.numbers.extend(n.as_f64()),
+            Value::String(s) => {
+                let s = s.trim();
+                if let Ok(n) = s.parse::<f64>() {
+                    self.numbers.push(n);
+                } else if (2..=MAX_FACT_CHARS).contains(&s.chars().count())
+                    && !request.contains(&s.to_lowercase())
+                {
+                    self.strings.push(s.to_lowercase());
+                }
+            }
+            Value::Array(items) => items.iter().for_each(|v| self.collect(v, request)),
+            Value::Object(map) => map.values().for_each(|v| self.collect(v, request)),
+            Value::Bool(_) | Value::Null => {}
+        }
+    }
+
+    /// Whether there is no fact to look for.
+    pub fn is_empty(&self) -> bool {
+        self.numbers.is_empty() && self.strings.is_empty()
+    }
+
+    /// Whether `answer` states one of the facts: a string (case ignored), or a number, exactly
+    /// or rounded to fewer decimals.
+    pub fn stated_in(&self, answer: &str) -> bool {
+        let lower = answer.to_lowercase();
+        if self.strings.iter().any(|s| lower.contains(s.as_str())) {
+            return true;
+        }
+        let stated = numbers_in(answer);
+        self.numbers
+            .iter()
+            .any(|fact| stated.iter().any(|n| same_number(*n, *fact)))
+    }
+}
+
+/// Whether `stated` is `fact`, or `fact` rounded to 0–4 decimals.
+fn same_number(stated: f64, fact: f64) -> bool {
+    let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
+    close(stated, fact)
+        || (0..=4).any(|d| {
+            let scale = 10f64.powi(d);
+            close(stated, (fact * scale).round() / scale)
+        })
+}
+
+/// The decimal numbers written in `text` (`-3`, `1,024`, `17.5`).
+fn numbers_in(text: &str) -> Vec<f64> {
+    let mut out = Vec::new();
+    let mut current = String::new();
+    let mut chars = text.chars().peekable();
+    let mut previous: Option<char> = None;
+    while let Some(c) = chars.next() {
+        let starts_negative =
+            c == '-' && current.is_empty() && !previous.is_some_and(|p| p.is_alphanumeric());
+        if c.is_ascii_digit() || starts_negative {
+            current.push(c);
+        } else if !current.is_empty()
+            && (c == '.' || c == ',')
+            && chars.peek().is_some_and(|n| n.is_ascii_digit())
+        {
+            if c == '.' {
+                current.push(c);
+            }
+        } else if !current.is_empty() {
+            out.extend(current.parse::<f64>().ok());
+            current.clear();
+        }
+        previous = Some(c);
+    }
+    out.extend(current.parse::<f64>().ok());
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn numbers_match_exactly_or_rounded() {
+        let e = Evidence::new([&json!(154.25)], "1234 / 8?");
+        assert!(e.stated_in("It is 154.25."));
+        assert!(e.stated_in("About 154.3"));
+        assert!(e.stated_in("Roughly 154"));
+        assert!(!e.stated_in("It is 155."));
+        assert!(!e.stated_in("1234 divided by 8"));
+    }
+
+    #[test]
+    fn short_strings_not_in_the_request_count() {
+        let result = json!({"timezone": "Europe/London", "time": "12:00", "local_time": "2026-01-15T12:00:00+00:00"});
+        let e = Evidence::new([&result], "What time is it in London?");
+        assert!(e.stated_in("It is 12:00 in London."));
+        assert!(!e.stated_in("2026-01-15 in London."));
+        let city = Evidence::new([&json!({"city": "Nairobi"})], "weather in Nairobi?");
+        assert!(city.is_empty());
+    }
+
+    #[test]
+    fn numbers_in_text() {
+        assert_eq!(
+            numbers_in("-3 and 1,024 or 17.5."),
+            vec![-3.0, 1024.0, 17.5]
+        );
+        assert_eq!(numbers_in("UTC-5 x-1"), vec![5.0, 1.0]);
+    }
+
+    #[test]
+    fn results_without_facts_leave_nothing_to_check() {
+        assert!(Evidence::new([&json!({"ok": true, "note": null})], "send it").is_empty());
+        assert!(
+            Evidence::new(
+                [&json!(
+                    "a long text that says a lot more than forty characters in all"
+                )],
+                "x"
+            )
+            .is_empty()
+        );
+    }
+
+    #[test]
+    fn grounding_names() {
+        assert_eq!("values".parse::<Grounding>(), Ok(Grounding::Values));
+        assert_eq!(Grounding::Failures.as_str(), "failures");
+        assert!("x".parse::<Grounding>().is_err());
+    }
+}
