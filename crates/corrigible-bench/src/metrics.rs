@@ -66,6 +66,12 @@ pub struct TaskResult {
     /// Injected faults and their fate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultOutcome>,
+    /// The final answer, when the run gave one.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub answer: Option<String>,
+    /// The tool calls executed, in order: `tool input → outcome`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub calls: Vec<String>,
 }
 
 impl TaskResult {
@@ -104,6 +110,12 @@ impl TaskResult {
                 .collect(),
             identical_retries: report.usage.identical_retries,
             faults: injected.iter().map(|f| fault_outcome(report, f)).collect(),
+            answer: report.final_summary.clone(),
+            calls: report
+                .steps
+                .iter()
+                .map(|s| format!("{} {} → {}", s.tool, s.input, s.outcome.as_str()))
+                .collect(),
         }
     }
 
@@ -141,6 +153,8 @@ impl TaskResult {
                     recovery_calls: 0,
                 })
                 .collect(),
+            answer: None,
+            calls: Vec::new(),
         }
     }
 }
