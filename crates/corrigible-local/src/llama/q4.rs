@@ -204,7 +204,7 @@ mod avx2 {
     use super::{BLOCK, Q4Matrix, Q8Vectors, Quad};
 
     /// Bytes read ahead of the kernel: a few quads.
-    const PREFETCH: usize = 4 * std::mem::size_of::<Quad>();
+    const PREFETCH: usize = 16 * std::mem::size_of::<Quad>();
 
     /// [`Q4Matrix::dot_rows`] with the AVX2 kernel, when the CPU has AVX2, FMA and F16C:
     /// returns whether it ran.
