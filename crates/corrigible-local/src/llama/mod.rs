@@ -7,6 +7,8 @@
 
 //! A llama-architecture transformer over quantized GGUF weights, run on the CPU.
 
+#[cfg(test)]
+mod agreement;
 mod attention;
 mod cache;
 mod linear;
