@@ -50,6 +50,21 @@ const EMPTY_QUAD: Quad = Quad {
     q: [[0; BLOCK / 2]; 4],
 };
 
+/// One quantized activation vector as the kernels read it: block scales, block sums, quants.
+#[derive(Debug, Clone, Copy)]
+struct Act<'a> {
+    d: &'a [f32],
+    s: &'a [f32],
+    q: &'a [i8],
+}
+
+impl<'a> Act<'a> {
+    fn of(x: &'a Q8Vectors, t: usize) -> Self {
+        let (d, q) = x.vector(t);
+        Self { d, s: x.sums(t), q }
+    }
+}
+
 /// A weight matrix in Q4_1, `rows` rows of `cols` values, stored by groups of four rows (the
 /// last group padded with zero rows).
 #[derive(Debug, Clone)]
@@ -138,17 +153,19 @@ impl Q4Matrix {
         if avx2::dot_rows(self, rows.clone(), x, out) {
             return;
         }
-        self.dot_rows_with(rows, x, out, dot_group_scalar);
+        self.dot_rows_with(rows, x, out, dot_group_scalar::<1>, dot_group_scalar::<2>);
     }
 
-    /// The loop of [`Self::dot_rows`] (shapes already checked) around a four-row `kernel`.
+    /// The loop of [`Self::dot_rows`] (shapes already checked) around four-row kernels of one
+    /// vector and of two (which unpack each weight once for both).
     #[inline(always)]
     fn dot_rows_with(
         &self,
         rows: Range<usize>,
         x: &Q8Vectors,
         out: &mut [f32],
-        kernel: impl Fn(&[Quad], &[f32], &[f32], &[i8]) -> [f32; 4],
+        one: impl Fn(&[Quad], [Act<'_>; 1]) -> [[f32; 4]; 1],
+        two: impl Fn(&[Quad], [Act<'_>; 2]) -> [[f32; 4]; 2],
     ) {
         let n = x.len();
         let mut r = rows.start;
@@ -156,14 +173,23 @@ impl Q4Matrix {
         while r < rows.end {
             let count = (rows.end - r).min(4);
             let group = self.group(r / 4);
-            for t in 0..n {
-                let (xd, xq) = x.vector(t);
-                let dots = kernel(group, xd, x.sums(t), xq);
+            let mut store = |t: usize, dots: [f32; 4]| {
                 for (k, d) in dots.iter().take(count).enumerate() {
                     if let Some(slot) = out.get_mut(o + k * n + t) {
                         *slot = *d;
                     }
                 }
+            };
+            let mut t = 0;
+            while t + 1 < n {
+                let [a, b] = two(group, [Act::of(x, t), Act::of(x, t + 1)]);
+                store(t, a);
+                store(t + 1, b);
+                t += 2;
+            }
+            if t < n {
+                let [a] = one(group, [Act::of(x, t)]);
+                store(t, a);
             }
             r += count;
             o += count * n;
@@ -177,21 +203,24 @@ impl Q4Matrix {
     }
 }
 
-/// The portable kernel: exact integer sums per block, scaled and summed in f32.
-fn dot_group_scalar(w: &[Quad], xd: &[f32], xs: &[f32], xq: &[i8]) -> [f32; 4] {
-    let mut acc = [0f32; 4];
-    for (((quad, &dx), &sx), xb) in w.iter().zip(xd).zip(xs).zip(xq.chunks_exact(BLOCK)) {
-        let (lo, hi) = xb.split_at(BLOCK / 2);
-        for (k, (acc, q)) in acc.iter_mut().zip(&quad.q).enumerate() {
-            let sum: i32 = q
-                .iter()
-                .zip(lo.iter().zip(hi))
-                .map(|(&b, (&l, &h))| (b & 0x0F) as i32 * l as i32 + (b >> 4) as i32 * h as i32)
-                .sum();
-            *acc += quad.dm[k].to_f32() * dx * sum as f32 + quad.dm[4 + k].to_f32() * sx;
+/// The portable kernel: exact integer sums per block, scaled and summed in f32, for each of
+/// `N` vectors.
+fn dot_group_scalar<const N: usize>(w: &[Quad], x: [Act<'_>; N]) -> [[f32; 4]; N] {
+    x.map(|x| {
+        let mut acc = [0f32; 4];
+        for (((quad, &dx), &sx), xb) in w.iter().zip(x.d).zip(x.s).zip(x.q.chunks_exact(BLOCK)) {
+            let (lo, hi) = xb.split_at(BLOCK / 2);
+            for (k, (acc, q)) in acc.iter_mut().zip(&quad.q).enumerate() {
+                let sum: i32 = q
+                    .iter()
+                    .zip(lo.iter().zip(hi))
+                    .map(|(&b, (&l, &h))| (b & 0x0F) as i32 * l as i32 + (b >> 4) as i32 * h as i32)
+                    .sum();
+                *acc += quad.dm[k].to_f32() * dx * sum as f32 + quad.dm[4 + k].to_f32() * sx;
+            }
         }
-    }
-    acc
+        acc
+    })
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -201,7 +230,7 @@ mod avx2 {
 
     use std::ops::Range;
 
-    use super::{BLOCK, Q4Matrix, Q8Vectors, Quad};
+    use super::{Act, BLOCK, Q4Matrix, Q8Vectors, Quad};
 
     /// Bytes read ahead of the kernel: a few quads.
     const PREFETCH: usize = 16 * std::mem::size_of::<Quad>();
@@ -228,70 +257,31 @@ mod avx2 {
     /// The loop with the kernel inlined.
     #[target_feature(enable = "avx2,fma,f16c")]
     fn dot_rows_avx2(m: &Q4Matrix, rows: Range<usize>, x: &Q8Vectors, out: &mut [f32]) {
-        m.dot_rows_with(rows, x, out, |w, xd, xs, xq| dot_group(w, xd, xs, xq));
+        m.dot_rows_with(
+            rows,
+            x,
+            out,
+            |w, x| dot_group::<1>(w, x),
+            |w, x| dot_group::<2>(w, x),
+        );
     }
 
-    /// The integer dot products of two rows' nibbles `q` (16 bytes each) with one block of
-    /// activations, its first half repeated in `lo` and its second in `hi`: four partial sums
-    /// of the first row, then four of the second.
+    /// The integer dot products of two rows' nibbles, split into low `ql` and high `qh` (16
+    /// bytes of each row per lane), with one block of activations, its first half repeated in
+    /// `lo` and its second in `hi`: four partial sums of the first row, then four of the second.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn pair_dot(q: __m256i, lo: __m256i, hi: __m256i) -> __m256 {
-        let mask = _mm256_set1_epi8(0x0F);
-        let ql = _mm256_and_si256(q, mask);
-        let qh = _mm256_and_si256(_mm256_srli_epi16::<4>(q), mask);
+    fn pair_sums(ql: __m256i, qh: __m256i, lo: __m256i, hi: __m256i) -> __m256 {
         // Unsigned nibbles times signed bytes in [-127, 127]: four products per i16 lane stay
         // within 4 * 15 * 127 = 7620, far from saturating.
         let sum = _mm256_add_epi16(_mm256_maddubs_epi16(ql, lo), _mm256_maddubs_epi16(qh, hi));
         _mm256_cvtepi32_ps(_mm256_madd_epi16(sum, _mm256_set1_epi16(1)))
     }
 
-    /// The block dot products of four rows with one vector.
+    /// The four rows' dot products from the accumulators of rows 0-1, rows 2-3 and minimums.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn dot_group(w: &[Quad], xd: &[f32], xs: &[f32], xq: &[i8]) -> [f32; 4] {
-        let nb = w.len().min(xd.len()).min(xs.len()).min(xq.len() / BLOCK);
-        let rows01 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
-        let rows23 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
-        let mut acc01 = _mm256_setzero_ps();
-        let mut acc23 = _mm256_setzero_ps();
-        let mut acc_min = _mm256_setzero_ps();
-        for b in 0..nb {
-            let quad = &w[b];
-            let ahead = (quad as *const Quad).cast::<i8>().wrapping_add(PREFETCH);
-            // Only a hint: prefetching any address is harmless, even past the matrix.
-            _mm_prefetch::<_MM_HINT_T0>(ahead);
-            // SAFETY: `b < nb <= xq.len() / 32`, so bytes `b * 32 .. b * 32 + 32` lie inside
-            // `xq`; unaligned loads.
-            let (lo, hi) = unsafe {
-                let y = xq.as_ptr().add(b * BLOCK).cast::<__m128i>();
-                (
-                    _mm256_broadcastsi128_si256(_mm_loadu_si128(y)),
-                    _mm256_broadcastsi128_si256(_mm_loadu_si128(y.add(1))),
-                )
-            };
-            // SAFETY: `dm` is eight f16 values, 16 bytes; unaligned load.
-            let dm = _mm256_cvtph_ps(unsafe { _mm_loadu_si128(quad.dm.as_ptr().cast()) });
-            // d_k * dx in lanes 0..4, m_k * sx in lanes 4..8.
-            let scale = _mm256_mul_ps(dm, _mm256_setr_m128(_mm_set1_ps(xd[b]), _mm_set1_ps(xs[b])));
-            acc_min = _mm256_add_ps(acc_min, scale);
-            // SAFETY: `q` is four arrays of 16 bytes, contiguous (64 bytes); unaligned loads
-            // of rows 0-1 and rows 2-3.
-            let (q01, q23) = unsafe {
-                let q = quad.q.as_ptr().cast::<__m256i>();
-                (_mm256_loadu_si256(q), _mm256_loadu_si256(q.add(1)))
-            };
-            acc01 = _mm256_fmadd_ps(
-                _mm256_permutevar8x32_ps(scale, rows01),
-                pair_dot(q01, lo, hi),
-                acc01,
-            );
-            acc23 = _mm256_fmadd_ps(
-                _mm256_permutevar8x32_ps(scale, rows23),
-                pair_dot(q23, lo, hi),
-                acc23,
-            );
-        }
+    fn finish(acc01: __m256, acc23: __m256, acc_min: __m256) -> [f32; 4] {
         let (mut a01, mut a23, mut am) = ([0f32; 8], [0f32; 8], [0f32; 8]);
         // SAFETY: each array holds eight f32; unaligned stores.
         unsafe {
@@ -306,6 +296,77 @@ mod avx2 {
             half(&a23[..4]) + am[6],
             half(&a23[4..]) + am[7],
         ]
+    }
+
+    /// The block dot products of four rows with each of `N` vectors, each weight block
+    /// unpacked once.
+    #[inline]
+    #[target_feature(enable = "avx2,fma,f16c")]
+    fn dot_group<const N: usize>(w: &[Quad], x: [Act<'_>; N]) -> [[f32; 4]; N] {
+        let nb = x.iter().fold(w.len(), |n, a| {
+            n.min(a.d.len()).min(a.s.len()).min(a.q.len() / BLOCK)
+        });
+        let mask = _mm256_set1_epi8(0x0F);
+        let rows01 = _mm256_setr_epi32(0, 0, 0, 0, 1, 1, 1, 1);
+        let rows23 = _mm256_setr_epi32(2, 2, 2, 2, 3, 3, 3, 3);
+        let mut acc01 = [_mm256_setzero_ps(); N];
+        let mut acc23 = [_mm256_setzero_ps(); N];
+        let mut acc_min = [_mm256_setzero_ps(); N];
+        for b in 0..nb {
+            let quad = &w[b];
+            let ahead = (quad as *const Quad).cast::<i8>().wrapping_add(PREFETCH);
+            // Only a hint: prefetching any address is harmless, even past the matrix.
+            _mm_prefetch::<_MM_HINT_T0>(ahead);
+            // SAFETY: `dm` is eight f16 values, 16 bytes; unaligned load.
+            let dm = _mm256_cvtph_ps(unsafe { _mm_loadu_si128(quad.dm.as_ptr().cast()) });
+            // SAFETY: `q` is four arrays of 16 bytes, contiguous (64 bytes); unaligned loads
+            // of rows 0-1 and rows 2-3.
+            let (q01, q23) = unsafe {
+                let q = quad.q.as_ptr().cast::<__m256i>();
+                (_mm256_loadu_si256(q), _mm256_loadu_si256(q.add(1)))
+            };
+            let (l01, h01) = (
+                _mm256_and_si256(q01, mask),
+                _mm256_and_si256(_mm256_srli_epi16::<4>(q01), mask),
+            );
+            let (l23, h23) = (
+                _mm256_and_si256(q23, mask),
+                _mm256_and_si256(_mm256_srli_epi16::<4>(q23), mask),
+            );
+            for v in 0..N {
+                let a = x[v];
+                // SAFETY: `b < nb <= a.q.len() / 32`, so bytes `b * 32 .. b * 32 + 32` lie
+                // inside `a.q`; unaligned loads.
+                let (lo, hi) = unsafe {
+                    let y = a.q.as_ptr().add(b * BLOCK).cast::<__m128i>();
+                    (
+                        _mm256_broadcastsi128_si256(_mm_loadu_si128(y)),
+                        _mm256_broadcastsi128_si256(_mm_loadu_si128(y.add(1))),
+                    )
+                };
+                // d_k * dx in lanes 0..4, m_k * sx in lanes 4..8.
+                let scale = _mm256_mul_ps(
+                    dm,
+                    _mm256_setr_m128(_mm_set1_ps(a.d[b]), _mm_set1_ps(a.s[b])),
+                );
+                acc_min[v] = _mm256_add_ps(acc_min[v], scale);
+                acc01[v] = _mm256_fmadd_ps(
+                    _mm256_permutevar8x32_ps(scale, rows01),
+                    pair_sums(l01, h01, lo, hi),
+                    acc01[v],
+                );
+                acc23[v] = _mm256_fmadd_ps(
+                    _mm256_permutevar8x32_ps(scale, rows23),
+                    pair_sums(l23, h23, lo, hi),
+                    acc23[v],
+                );
+            }
+        }
+        let mut out = [[0f32; 4]; N];
+        for v in 0..N {
+            out[v] = finish(acc01[v], acc23[v], acc_min[v]);
+        }
+        out
     }
 }
 
@@ -358,8 +419,8 @@ mod tests {
         for r in 0..rows {
             let group = m.group(r / 4);
             for t in 0..n {
-                let (xd, xq) = x.vector(t);
-                let scalar = dot_group_scalar(group, xd, x.sums(t), xq)[r % 4];
+                let [scalar] = dot_group_scalar(group, [Act::of(&x, t)]);
+                let scalar = scalar[r % 4];
                 let want = reference(&q, &x, r, t);
                 assert!(
                     close(out[r * n + t], want),
