@@ -312,8 +312,7 @@ mod avx2 {
         let mut acc01 = [_mm256_setzero_ps(); N];
         let mut acc23 = [_mm256_setzero_ps(); N];
         let mut acc_min = [_mm256_setzero_ps(); N];
-        for b in 0..nb {
-            let quad = &w[b];
+        for (b, quad) in w.iter().enumerate().take(nb) {
             let ahead = (quad as *const Quad).cast::<i8>().wrapping_add(PREFETCH);
             // Only a hint: prefetching any address is harmless, even past the matrix.
             _mm_prefetch::<_MM_HINT_T0>(ahead);
