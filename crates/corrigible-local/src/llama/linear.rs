@@ -3,13 +3,18 @@
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Result, Tensor};
 
+use std::ops::Range;
+
 use super::parallel::for_each_piece;
+use super::q4::Q4Matrix;
 use super::q8::{Q8Matrix, Q8Vectors};
 
 /// One or several weight matrices sharing an input; the outputs are concatenated.
 pub enum Linear {
     /// Q8_0 weights run by this crate's kernel, the parts' rows stacked in one matrix.
     Q8(Q8Matrix),
+    /// Q4_1 weights run by this crate's kernel, the parts' rows stacked in one matrix.
+    Q4(Q4Matrix),
     /// Other formats, run by candle one part at a time.
     Candle {
         /// The matrices, each with its output width.
@@ -54,6 +59,16 @@ impl Linear {
                 Q8Matrix::concat(matrices).map_err(to_candle_err)?,
             ));
         }
+        if stackable && parts.iter().all(|p| p.dtype() == GgmlDType::Q4_1) {
+            let mut matrices = Vec::with_capacity(parts.len());
+            for (p, (rows, cols)) in parts.iter().zip(&dims) {
+                matrices
+                    .push(Q4Matrix::from_ggml(&p.data()?, *rows, *cols).map_err(to_candle_err)?);
+            }
+            return Ok(Linear::Q4(
+                Q4Matrix::concat(matrices).map_err(to_candle_err)?,
+            ));
+        }
         let mut out = Vec::with_capacity(parts.len());
         for (p, (rows, _)) in parts.into_iter().zip(dims) {
             out.push((QMatMul::from_qtensor(p)?, rows));
@@ -65,6 +80,7 @@ impl Linear {
     pub fn rows(&self) -> usize {
         match self {
             Linear::Q8(m) => m.rows(),
+            Linear::Q4(m) => m.rows(),
             Linear::Candle { parts, .. } => parts.iter().map(|p| p.1).sum(),
         }
     }
@@ -73,6 +89,7 @@ impl Linear {
     pub fn cols(&self) -> usize {
         match self {
             Linear::Q8(m) => m.cols(),
+            Linear::Q4(m) => m.cols(),
             Linear::Candle { cols, .. } => *cols,
         }
     }
@@ -93,27 +110,12 @@ impl Linear {
         out.clear();
         out.resize(seq * rows, 0.0);
         match self {
-            Linear::Q8(m) => {
-                scratch.quantized.quantize(x, cols).map_err(to_candle_err)?;
-                let q = &scratch.quantized;
-                let target: &mut Vec<f32> = if seq == 1 {
-                    &mut *out
-                } else {
-                    scratch.by_row.clear();
-                    scratch.by_row.resize(seq * rows, 0.0);
-                    &mut scratch.by_row
-                };
-                for_each_piece(target, rows, seq, 4, |items, piece| {
-                    m.dot_rows(items, q, piece)
-                });
-                if seq > 1 {
-                    for (r, row) in scratch.by_row.chunks_exact(seq).enumerate() {
-                        for (t, v) in row.iter().enumerate() {
-                            out[t * rows + r] = *v;
-                        }
-                    }
-                }
-            }
+            Linear::Q8(m) => quantized_forward(x, seq, rows, cols, scratch, out, |r, q, o| {
+                m.dot_rows(r, q, o)
+            })?,
+            Linear::Q4(m) => quantized_forward(x, seq, rows, cols, scratch, out, |r, q, o| {
+                m.dot_rows(r, q, o)
+            })?,
             Linear::Candle { parts, .. } => {
                 let input = Tensor::from_slice(x, (seq, cols), &Device::Cpu)?;
                 let mut offset = 0;
@@ -128,4 +130,34 @@ impl Linear {
         }
         Ok(())
     }
+}
+
+/// [`Linear::forward`] for this crate's kernels: quantizes `x`, runs `dot_rows` over pieces of
+/// the rows on every thread, and transposes the by-row result into `out` (already sized).
+fn quantized_forward(
+    x: &[f32],
+    seq: usize,
+    rows: usize,
+    cols: usize,
+    scratch: &mut Scratch,
+    out: &mut [f32],
+    dot_rows: impl Fn(Range<usize>, &Q8Vectors, &mut [f32]) + Sync,
+) -> Result<()> {
+    scratch.quantized.quantize(x, cols).map_err(to_candle_err)?;
+    let q = &scratch.quantized;
+    if seq == 1 {
+        for_each_piece(out, rows, 1, 4, |items, piece| dot_rows(items, q, piece));
+        return Ok(());
+    }
+    scratch.by_row.clear();
+    scratch.by_row.resize(seq * rows, 0.0);
+    for_each_piece(&mut scratch.by_row, rows, seq, 4, |items, piece| {
+        dot_rows(items, q, piece)
+    });
+    for (r, row) in scratch.by_row.chunks_exact(seq).enumerate() {
+        for (t, v) in row.iter().enumerate() {
+            out[t * rows + r] = *v;
+        }
+    }
+    Ok(())
 }

@@ -1,4 +1,5 @@
-//! Reading a llama-architecture GGUF file into a [`Llama`], re-quantizing on the way.
+//! Reading a llama-architecture GGUF file into a [`Llama`], re-quantizing on the way the
+//! formats this crate has no kernel for.
 
 use std::io::{Read, Seek};
 
@@ -94,6 +95,7 @@ impl Hyper {
 }
 
 /// Formats with no vectorized CPU kernel in candle: decoding with them is several times slower.
+/// Q4_1 has this crate's kernel, but only for layers whose parts are all Q4_1.
 fn needs_requantizing(dtype: GgmlDType) -> bool {
     matches!(dtype, GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1)
 }
@@ -114,10 +116,21 @@ impl<R: Read + Seek> Reader<'_, R> {
     fn linear(&mut self, names: &[String]) -> Result<Linear> {
         let mut parts = Vec::with_capacity(names.len());
         for name in names {
-            let t = self.raw(name)?;
-            parts.push(self.convert(t)?);
+            parts.push(self.raw(name)?);
         }
-        Linear::new(parts)
+        self.layer(parts)
+    }
+
+    /// The layer of `parts`, kept as shipped when all are Q4_1, else each converted.
+    fn layer(&self, parts: Vec<QTensor>) -> Result<Linear> {
+        if parts.iter().all(|p| p.dtype() == GgmlDType::Q4_1) {
+            return Linear::new(parts);
+        }
+        let mut converted = Vec::with_capacity(parts.len());
+        for p in parts {
+            converted.push(self.convert(p)?);
+        }
+        Linear::new(converted)
     }
 
     fn convert(&self, t: QTensor) -> Result<QTensor> {
@@ -159,7 +172,7 @@ pub fn load<R: Read + Seek>(
     let output = if ct.tensor_infos.contains_key("output.weight") {
         r.linear(&["output.weight".to_string()])?
     } else {
-        Linear::new(vec![r.convert(embd_q)?])?
+        r.layer(vec![embd_q])?
     };
     let norm = r.norm("output_norm.weight")?;
     let kv_width = hyper.n_kv_head * hyper.head_dim;

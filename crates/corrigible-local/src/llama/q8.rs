@@ -36,11 +36,13 @@ pub enum Q8Error {
 }
 
 /// Activations quantized to Q8_0, several vectors of one length: per block a scale (the f16
-/// value candle stores, widened) and 32 signed bytes.
+/// value candle stores, widened), 32 signed bytes, and the scale times their sum (as Q8_1's
+/// `s`, for kernels of weights with an offset).
 #[derive(Debug, Clone, Default)]
 pub struct Q8Vectors {
     cols: usize,
     scales: Vec<f32>,
+    sums: Vec<f32>,
     quants: Vec<i8>,
 }
 
@@ -54,13 +56,15 @@ impl Q8Vectors {
         let n = x.len() / BLOCK * BLOCK;
         self.scales.clear();
         self.scales.resize(n / BLOCK, 0.0);
+        self.sums.clear();
+        self.sums.resize(n / BLOCK, 0.0);
         self.quants.clear();
         self.quants.resize(n, 0);
         #[cfg(target_arch = "x86_64")]
-        if avx2::quantize(x, &mut self.scales, &mut self.quants) {
+        if avx2::quantize(x, &mut self.scales, &mut self.sums, &mut self.quants) {
             return Ok(());
         }
-        quantize_blocks(x, &mut self.scales, &mut self.quants);
+        quantize_blocks(x, &mut self.scales, &mut self.sums, &mut self.quants);
         Ok(())
     }
 
@@ -69,12 +73,24 @@ impl Q8Vectors {
         self.quants.len().checked_div(self.cols).unwrap_or(0)
     }
 
-    fn vector(&self, i: usize) -> (&[f32], &[i8]) {
+    /// Values per vector.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Vector `i`: its block scales and its quants.
+    pub(super) fn vector(&self, i: usize) -> (&[f32], &[i8]) {
         let nb = self.cols / BLOCK;
         (
             &self.scales[i * nb..(i + 1) * nb],
             &self.quants[i * self.cols..(i + 1) * self.cols],
         )
+    }
+
+    /// The block sums of vector `i`: each block's scale times the sum of its quants.
+    pub(super) fn sums(&self, i: usize) -> &[f32] {
+        let nb = self.cols / BLOCK;
+        &self.sums[i * nb..(i + 1) * nb]
     }
 }
 
@@ -169,7 +185,7 @@ impl Q8Matrix {
     /// Nothing is written when the shapes disagree (`x` of another width, `out` of another
     /// size, rows out of range or not starting a group of four).
     pub fn dot_rows(&self, rows: Range<usize>, x: &Q8Vectors, out: &mut [f32]) {
-        if x.cols != self.cols
+        if x.cols() != self.cols
             || !rows.start.is_multiple_of(4)
             || rows.start > rows.end
             || rows.end > self.rows
@@ -220,12 +236,14 @@ impl Q8Matrix {
     }
 }
 
-/// Quantizes the blocks of `x` into `scales` and `quants` (as many blocks as all three hold).
+/// Quantizes the blocks of `x` into `scales`, `sums` and `quants` (as many blocks as all four
+/// hold).
 #[inline(always)]
-fn quantize_blocks(x: &[f32], scales: &mut [f32], quants: &mut [i8]) {
-    for ((block, scale), q) in x
+fn quantize_blocks(x: &[f32], scales: &mut [f32], sums: &mut [f32], quants: &mut [i8]) {
+    for (((block, scale), sum), q) in x
         .chunks_exact(BLOCK)
         .zip(scales.iter_mut())
+        .zip(sums.iter_mut())
         .zip(quants.chunks_exact_mut(BLOCK))
     {
         // As candle's `BlockQ8_0::from_float`: scale from the largest magnitude, rounding half
@@ -237,6 +255,7 @@ fn quantize_blocks(x: &[f32], scales: &mut [f32], quants: &mut [i8]) {
         for (q, &v) in q.iter_mut().zip(block) {
             *q = f32::round(v * id) as i8;
         }
+        *sum = *scale * q.iter().map(|&v| v as i32).sum::<i32>() as f32;
     }
 }
 
@@ -282,18 +301,23 @@ mod avx2 {
 
     /// [`super::quantize_blocks`] compiled for AVX2 (vector rounding), when the CPU has it:
     /// returns whether it ran.
-    pub(super) fn quantize(x: &[f32], scales: &mut [f32], quants: &mut [i8]) -> bool {
+    pub(super) fn quantize(
+        x: &[f32],
+        scales: &mut [f32],
+        sums: &mut [f32],
+        quants: &mut [i8],
+    ) -> bool {
         if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
             return false;
         }
         // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-        unsafe { quantize_avx2(x, scales, quants) };
+        unsafe { quantize_avx2(x, scales, sums, quants) };
         true
     }
 
     #[target_feature(enable = "avx2,fma")]
-    fn quantize_avx2(x: &[f32], scales: &mut [f32], quants: &mut [i8]) {
-        super::quantize_blocks(x, scales, quants);
+    fn quantize_avx2(x: &[f32], scales: &mut [f32], sums: &mut [f32], quants: &mut [i8]) {
+        super::quantize_blocks(x, scales, sums, quants);
     }
 
     /// The loop with the kernel inlined.
@@ -345,13 +369,13 @@ mod avx2 {
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use super::*;
     use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
     use candle_core::{Device, Module, Tensor};
 
     /// A deterministic pseudo-random sequence in [-1, 1).
-    fn noise(n: usize, seed: u64) -> Vec<f32> {
+    pub(in super::super) fn noise(n: usize, seed: u64) -> Vec<f32> {
         let mut s = seed
             .wrapping_mul(6364136223846793005)
             .wrapping_add(1442695040888963407);
