@@ -80,6 +80,9 @@ pub struct LocalConfig {
     pub threads: Option<usize>,
     /// How the weights are held in memory.
     pub weights: Weights,
+    /// Seeded samples a correction round tries after a reply that repeats the rejected one,
+    /// before its fallback rule and its last resort (see [`crate::MAX_RESAMPLES`]).
+    pub correction_samples: u32,
 }
 
 impl LocalConfig {
@@ -95,6 +98,7 @@ impl LocalConfig {
             seed: 0,
             threads: None,
             weights: Weights::Requantize,
+            correction_samples: crate::correction::MAX_RESAMPLES,
         }
     }
 

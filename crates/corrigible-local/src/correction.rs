@@ -7,7 +7,7 @@ use corrigible::{Allowed, CorrectionContext};
 use crate::config::{Constrain, LocalConfig};
 use crate::sampler::Sampler;
 
-/// Most seeded samples tried after a correction reply that repeats the rejected one.
+/// Seeded samples tried, by default, after a correction reply that repeats the rejected one.
 pub const MAX_RESAMPLES: u32 = 2;
 
 /// Temperature of a correction round's samples.
@@ -75,7 +75,7 @@ impl<'a> CorrectionDecoding<'a> {
     /// Moves to the next seeded sample after a repeat; `false` when the samples are used up.
     pub fn next_attempt(&mut self) -> bool {
         self.repeats += 1;
-        if self.attempt >= MAX_RESAMPLES || self.fell_back {
+        if self.attempt >= self.config.correction_samples || self.fell_back {
             return false;
         }
         self.attempt += 1;

@@ -230,6 +230,34 @@ fn a_sampled_correction_is_reproducible_with_its_seed() {
 }
 
 #[test]
+fn a_correction_without_samples_diverges_from_the_rejected_reply() {
+    let _turn = serial();
+    let Some(model) = common::model_with(|c| c.correction_samples = 0) else {
+        return;
+    };
+    let model = model.with_constrain(Constrain::Envelope);
+    let request = common::request("What is 17 * 23?", common::tools());
+    let rejected = text(&ask(&model, &request));
+    let correction = correction_of(
+        &request,
+        Category::InvalidJson,
+        &rejected,
+        None,
+        Vec::new(),
+        0,
+    );
+    let reply = ask(&model, &correction);
+    let label = decoding(&reply);
+    assert!(
+        label.starts_with("greedy+envelope narrowed=any_decision"),
+        "{label}"
+    );
+    assert!(label.contains("repeats=1 diverged_at="), "{label}");
+    assert_ne!(text(&reply).trim(), rejected.trim());
+    decision(&text(&reply));
+}
+
+#[test]
 fn a_second_repeated_failure_allows_only_a_final() {
     let _turn = serial();
     let Some(model) = common::model() else { return };
