@@ -1,52 +1,59 @@
 //! A key/value cache that grows in place and can be cut back to a prefix.
 
-/// The keys and values of one attention layer, position after position, each position holding
-/// `width` values (every key/value head in turn).
+/// The keys and values of one attention layer, head after head: the keys (and the values) of
+/// one key/value head are one contiguous slice, position after position.
 #[derive(Debug, Clone, Default)]
 pub struct KvCache {
-    width: usize,
-    k: Vec<f32>,
-    v: Vec<f32>,
+    head_dim: usize,
+    k: Vec<Vec<f32>>,
+    v: Vec<Vec<f32>>,
 }
 
 impl KvCache {
-    /// An empty cache of positions `width` values wide.
-    pub fn new(width: usize) -> Self {
+    /// An empty cache of `n_head` key/value heads of `head_dim` values.
+    pub fn new(n_head: usize, head_dim: usize) -> Self {
         Self {
-            width,
-            k: Vec::new(),
-            v: Vec::new(),
+            head_dim,
+            k: vec![Vec::new(); n_head],
+            v: vec![Vec::new(); n_head],
         }
     }
 
     /// Positions held.
     pub fn len(&self) -> usize {
-        self.k.len().checked_div(self.width).unwrap_or(0)
+        self.k
+            .first()
+            .and_then(|k| k.len().checked_div(self.head_dim))
+            .unwrap_or(0)
     }
 
     /// Keeps only the first `len` positions (the storage stays allocated).
     pub fn truncate(&mut self, len: usize) {
-        self.k.truncate(len * self.width);
-        self.v.truncate(len * self.width);
+        for x in self.k.iter_mut().chain(&mut self.v) {
+            x.truncate(len * self.head_dim);
+        }
     }
 
-    /// Appends one position's keys and values (`width` values each; longer input is cut).
+    /// Appends one position's keys and values (`n_head * head_dim` values each, head after
+    /// head; longer input is cut, shorter padded with zeros).
     pub fn push(&mut self, k: &[f32], v: &[f32]) {
-        let w = self.width;
-        self.k
-            .extend(k.iter().copied().chain(std::iter::repeat(0.0)).take(w));
-        self.v
-            .extend(v.iter().copied().chain(std::iter::repeat(0.0)).take(w));
+        let hd = self.head_dim;
+        for (heads, x) in [(&mut self.k, k), (&mut self.v, v)] {
+            for (h, head) in heads.iter_mut().enumerate() {
+                let src = x.get(h * hd..).unwrap_or(&[]);
+                head.extend(src.iter().copied().chain(std::iter::repeat(0.0)).take(hd));
+            }
+        }
     }
 
-    /// The keys of every position held.
-    pub fn keys(&self) -> &[f32] {
-        &self.k
+    /// The keys of key/value head `head` at every position held (empty past the last head).
+    pub fn keys(&self, head: usize) -> &[f32] {
+        self.k.get(head).map_or(&[], Vec::as_slice)
     }
 
-    /// The values of every position held.
-    pub fn values(&self) -> &[f32] {
-        &self.v
+    /// The values of key/value head `head` at every position held (empty past the last head).
+    pub fn values(&self, head: usize) -> &[f32] {
+        self.v.get(head).map_or(&[], Vec::as_slice)
     }
 }
 
@@ -56,7 +63,7 @@ mod tests {
 
     #[test]
     fn truncate_then_push_overwrites_the_tail() {
-        let mut c = KvCache::new(2);
+        let mut c = KvCache::new(2, 1);
         for i in 0..3 {
             let x = [i as f32, i as f32 + 0.5];
             c.push(&x, &x);
@@ -64,7 +71,10 @@ mod tests {
         c.truncate(1);
         c.push(&[100.0, 101.0], &[7.0, 8.0]);
         assert_eq!(c.len(), 2);
-        assert_eq!(c.keys(), [0.0, 0.5, 100.0, 101.0]);
-        assert_eq!(c.values(), [0.0, 0.5, 7.0, 8.0]);
+        assert_eq!(c.keys(0), [0.0, 100.0]);
+        assert_eq!(c.keys(1), [0.5, 101.0]);
+        assert_eq!(c.values(0), [0.0, 7.0]);
+        assert_eq!(c.values(1), [0.5, 8.0]);
+        assert!(c.keys(2).is_empty());
     }
 }

@@ -175,7 +175,6 @@ pub fn load<R: Read + Seek>(
         r.layer(vec![embd_q])?
     };
     let norm = r.norm("output_norm.weight")?;
-    let kv_width = hyper.n_kv_head * hyper.head_dim;
     let mut layers = Vec::with_capacity(hyper.n_layer);
     for i in 0..hyper.n_layer {
         let p = |name: &str| format!("blk.{i}.{name}.weight");
@@ -186,7 +185,7 @@ pub fn load<R: Read + Seek>(
             gate_up: r.linear(&[p("ffn_gate"), p("ffn_up")])?,
             down: r.linear(&[p("ffn_down")])?,
             ffn_norm: r.norm(&p("ffn_norm"))?,
-            cache: KvCache::new(kv_width),
+            cache: KvCache::new(hyper.n_kv_head, hyper.head_dim),
         };
         check_layer(&layer, &hyper)?;
         layers.push(layer);

@@ -11,6 +11,7 @@
 mod agreement;
 mod attention;
 mod cache;
+mod head;
 mod linear;
 mod load;
 mod parallel;

@@ -73,114 +73,6 @@ pub fn add_assign(y: &mut [f32], x: &[f32]) {
     }
 }
 
-/// Where one head reads its keys and values in a position-major cache.
-#[derive(Debug, Clone, Copy)]
-pub struct HeadView<'a> {
-    /// Keys of every position.
-    pub keys: &'a [f32],
-    /// Values of every position.
-    pub values: &'a [f32],
-    /// Values per position (all heads).
-    pub stride: usize,
-    /// Offset of this head in a position.
-    pub offset: usize,
-    /// Values per head.
-    pub head_dim: usize,
-    /// Positions attended.
-    pub len: usize,
-}
-
-/// Attention of the queries `q` (one or more of `view.head_dim` values, all reading the same
-/// key/value head) over the first `view.len` positions: softmax of the scaled dot products,
-/// then the weighted sums of values into `out`, one after the other (`scores` is scratch).
-pub fn attend_head(
-    q: &[f32],
-    view: HeadView<'_>,
-    scale: f32,
-    scores: &mut Vec<f32>,
-    out: &mut [f32],
-) {
-    #[cfg(target_arch = "x86_64")]
-    if avx2::attend_head(q, view, scale, scores, out) {
-        return;
-    }
-    attend_head_with(q, view, scale, scores, out);
-}
-
-#[inline(always)]
-fn attend_head_with(
-    q: &[f32],
-    v: HeadView<'_>,
-    scale: f32,
-    scores: &mut Vec<f32>,
-    out: &mut [f32],
-) {
-    let hd = v.head_dim.max(1);
-    let n = q.len() / hd;
-    scores.clear();
-    if v.len == 0 {
-        return;
-    }
-    scores.resize(n * v.len, 0.0);
-    // Each key is read once for all the queries that share it.
-    for j in 0..v.len {
-        let start = j * v.stride + v.offset;
-        let Some(k) = v.keys.get(start..start + hd) else {
-            break;
-        };
-        for (r, qr) in q.chunks_exact(hd).enumerate() {
-            scores[r * v.len + j] = dot(qr, k) * scale;
-        }
-    }
-    for row in scores.chunks_exact_mut(v.len) {
-        softmax(row);
-    }
-    out.fill(0.0);
-    for j in 0..v.len {
-        let start = j * v.stride + v.offset;
-        let Some(x) = v.values.get(start..start + hd) else {
-            break;
-        };
-        for (r, o) in out.chunks_exact_mut(hd).enumerate() {
-            axpy(o, scores[r * v.len + j], x);
-        }
-    }
-}
-
-#[cfg(target_arch = "x86_64")]
-#[allow(unsafe_code)]
-mod avx2 {
-    use super::HeadView;
-
-    /// [`super::attend_head`] compiled for AVX2 and FMA, when the CPU has them: returns
-    /// whether it ran.
-    pub(super) fn attend_head(
-        q: &[f32],
-        view: HeadView<'_>,
-        scale: f32,
-        scores: &mut Vec<f32>,
-        out: &mut [f32],
-    ) -> bool {
-        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("fma")) {
-            return false;
-        }
-        // SAFETY: the CPU supports AVX2 and FMA, checked just above.
-        unsafe { attend_head_avx2(q, view, scale, scores, out) };
-        true
-    }
-
-    #[target_feature(enable = "avx2,fma")]
-    fn attend_head_avx2(
-        q: &[f32],
-        view: HeadView<'_>,
-        scale: f32,
-        scores: &mut Vec<f32>,
-        out: &mut [f32],
-    ) {
-        super::attend_head_with(q, view, scale, scores, out);
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -191,23 +83,6 @@ mod tests {
         let b: Vec<f32> = (0..75).map(|i| (i as f32 * 0.11).cos()).collect();
         let exact: f64 = a.iter().zip(&b).map(|(x, y)| *x as f64 * *y as f64).sum();
         assert!((dot(&a, &b) as f64 - exact).abs() < 1e-4);
-    }
-
-    #[test]
-    fn one_position_returns_its_value() {
-        let keys = [0.0, 0.0, 1.0, 2.0];
-        let values = [0.0, 0.0, 5.0, 6.0];
-        let view = HeadView {
-            keys: &keys,
-            values: &values,
-            stride: 4,
-            offset: 2,
-            head_dim: 2,
-            len: 1,
-        };
-        let mut out = [0.0; 2];
-        attend_head(&[3.0, 4.0], view, 0.5, &mut Vec::new(), &mut out);
-        assert_eq!(out, [5.0, 6.0]);
     }
 
     #[test]
