@@ -44,10 +44,12 @@ pub struct Generation {
 }
 
 impl Generation {
-    /// The position where the model hesitated most among those with a choice, if any.
+    /// The generated position where the model hesitated most among those with a choice, if
+    /// any (the stop position after the last token does not count).
     pub fn least_certain(&self) -> Option<usize> {
         self.margins
             .iter()
+            .take(self.tokens.len())
             .enumerate()
             .filter(|(_, m)| m.is_finite())
             .min_by(|a, b| a.1.total_cmp(b.1))
@@ -235,9 +237,14 @@ mod tests {
             stop: StopReason::EndOfTurn,
             prefill_time: Duration::ZERO,
             decode_time: Duration::ZERO,
-            margins: vec![f32::INFINITY, 0.7, 0.2, 3.0],
+            margins: vec![f32::INFINITY, 0.7, 0.2, 0.1],
         };
         assert_eq!(generation.least_certain(), Some(2));
+        let forced = Generation {
+            margins: vec![f32::INFINITY, f32::INFINITY, f32::INFINITY, 0.1],
+            ..generation
+        };
+        assert_eq!(forced.least_certain(), None);
     }
 
     #[test]

@@ -345,19 +345,26 @@ impl Inner {
         constrain: Constrain,
         allowed: &Allowed,
     ) -> Result<ModelReply, LocalError> {
-        let at = repeat
-            .least_certain()
-            .filter(|&at| at < repeat.tokens.len())
-            .unwrap_or(0);
-        let ban = repeat.tokens.get(at).map(|&token| Ban {
+        let label = plan.label(constrain, allowed);
+        let Some(at) = repeat.least_certain() else {
+            // Every token was forced by the grammar: no other reply exists.
+            let text = self.tokenizer.decode(&repeat.tokens)?;
+            return Ok(reply(text, tokens, repeat, output_tokens, label));
+        };
+        let ban = Ban {
             prefix: repeat.tokens[..at].to_vec(),
-            token,
-        });
-        let generation = self.generate_with(tokens, Some(schema), Sampler::Greedy, ban)?;
+            token: repeat.tokens[at],
+        };
+        let generation = self.generate_with(tokens, Some(schema), Sampler::Greedy, Some(ban))?;
         output_tokens += generation.tokens.len();
         let text = self.tokenizer.decode(&generation.tokens)?;
-        let label = format!("{} diverged_at={at}", plan.label(constrain, allowed));
-        Ok(reply(text, tokens, &generation, output_tokens, label))
+        Ok(reply(
+            text,
+            tokens,
+            &generation,
+            output_tokens,
+            format!("{label} diverged_at={at}"),
+        ))
     }
 }
 
