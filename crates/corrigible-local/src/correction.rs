@@ -132,6 +132,7 @@ mod tests {
             failed_actions: Vec::new(),
             round: 2,
             repeated_in_slot: 0,
+            facts: Vec::new(),
         }
     }
 

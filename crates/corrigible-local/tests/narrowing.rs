@@ -53,6 +53,7 @@ fn correction_of(
         failed_actions,
         round: 1,
         repeated_in_slot,
+        facts: Vec::new(),
     });
     corrected
 }

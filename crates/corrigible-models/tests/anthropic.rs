@@ -242,6 +242,7 @@ async fn corrections_force_the_tool() {
         failed_actions: Vec::new(),
         round: 1,
         repeated_in_slot: 0,
+        facts: Vec::new(),
     };
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();

@@ -285,6 +285,7 @@ async fn corrections_narrow_the_allowed_functions() {
         failed_actions: Vec::new(),
         round: 1,
         repeated_in_slot: 0,
+        facts: Vec::new(),
     };
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();

@@ -375,6 +375,7 @@ fn correction(category: Category, tool: Option<&str>, repeated: u32) -> Correcti
         failed_actions: Vec::new(),
         round: 1,
         repeated_in_slot: repeated,
+        facts: Vec::new(),
     }
 }
 

@@ -48,7 +48,7 @@ impl std::str::FromStr for Grounding {
 /// that the user's request does not already contain.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
-    numbers: Vec<f64>,
+    numbers: Vec<(f64, String)>,
     strings: Vec<String>,
 }
 
@@ -65,15 +65,15 @@ impl Evidence {
 
     fn collect(&mut self, value: &Value, request: &str) {
         match value {
-            Value::Number(n) => self.numbers.extend(n.as_f64()),
+            Value::Number(n) => self.numbers.extend(n.as_f64().map(|v| (v, n.to_string()))),
             Value::String(s) => {
                 let s = s.trim();
                 if let Ok(n) = s.parse::<f64>() {
-                    self.numbers.push(n);
+                    self.numbers.push((n, s.to_string()));
                 } else if (2..=MAX_FACT_CHARS).contains(&s.chars().count())
                     && !request.contains(&s.to_lowercase())
                 {
-                    self.strings.push(s.to_lowercase());
+                    self.strings.push(s.to_string());
                 }
             }
             Value::Array(items) => items.iter().for_each(|v| self.collect(v, request)),
@@ -91,13 +91,33 @@ impl Evidence {
     /// or rounded to fewer decimals.
     pub fn stated_in(&self, answer: &str) -> bool {
         let lower = answer.to_lowercase();
-        if self.strings.iter().any(|s| lower.contains(s.as_str())) {
+        if self
+            .strings
+            .iter()
+            .any(|s| lower.contains(&s.to_lowercase()))
+        {
             return true;
         }
         let stated = numbers_in(answer);
         self.numbers
             .iter()
-            .any(|fact| stated.iter().any(|n| same_number(*n, *fact)))
+            .any(|(fact, _)| stated.iter().any(|n| same_number(*n, *fact)))
+    }
+
+    /// The facts as written in the results, numbers first, without repeats.
+    pub fn facts(&self) -> Vec<String> {
+        let mut out: Vec<String> = Vec::new();
+        for fact in self
+            .numbers
+            .iter()
+            .map(|(_, text)| text)
+            .chain(&self.strings)
+        {
+            if !out.contains(fact) {
+                out.push(fact.clone());
+            }
+        }
+        out
     }
 }
 
@@ -163,6 +183,14 @@ mod tests {
         assert!(!e.stated_in("2026-01-15 in London."));
         let city = Evidence::new([&json!({"city": "Nairobi"})], "weather in Nairobi?");
         assert!(city.is_empty());
+        let mut facts = e.facts();
+        facts.sort();
+        assert_eq!(
+            facts,
+            ["12:00", "2026-01-15T12:00:00+00:00", "Europe/London"]
+        );
+        let n = Evidence::new([&json!({"t": 24.3, "w": "24.3", "c": "Kenya"})], "x");
+        assert_eq!(n.facts(), ["24.3", "Kenya"]);
     }
 
     #[test]

@@ -84,6 +84,9 @@ pub struct CorrectionContext {
     pub round: u32,
     /// How many `repeated_failed_action` rejections this slot has had.
     pub repeated_in_slot: u32,
+    /// After `unstated_result`: the facts the tools returned, as written in their results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<String>,
 }
 
 /// One request to a model.

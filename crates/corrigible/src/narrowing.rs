@@ -36,6 +36,11 @@ pub enum Allowed {
     },
     /// An action, or a final answer that admits the request was not fulfilled.
     ActionOrUnsatisfiedFinal,
+    /// An action, or a final answer that begins with one of these facts of the tool results.
+    FinalStating {
+        /// Facts the tools returned, as written in their results.
+        facts: Vec<String>,
+    },
     /// Only a final answer.
     FinalOnly,
 }
@@ -49,6 +54,7 @@ impl Allowed {
             Allowed::ActionsExcept { failed } => format!("actions_except({})", failed.len()),
             Allowed::ToolsExcept { tools } => format!("tools_except({})", tools.join(",")),
             Allowed::ActionOrUnsatisfiedFinal => "action_or_unsatisfied_final".into(),
+            Allowed::FinalStating { facts } => format!("final_stating({})", facts.len()),
             Allowed::FinalOnly => "final_only".into(),
         }
     }
@@ -63,6 +69,9 @@ impl Allowed {
             }
             (Allowed::ToolsExcept { tools }, Decision::Action(a)) => !tools.contains(&a.tool),
             (Allowed::ActionOrUnsatisfiedFinal, Decision::Final(f)) => !f.satisfied,
+            (Allowed::FinalStating { facts }, Decision::Final(f)) => facts
+                .iter()
+                .any(|fact| f.summary.starts_with(fact.as_str())),
             (Allowed::FinalOnly, Decision::Action(_)) => false,
             (_, Decision::Final(_)) | (_, Decision::Action(_)) => true,
         }
@@ -100,7 +109,8 @@ impl CorrectionContext {
     ///
     /// After `invalid_tool_input`: that tool or a final answer. After `repeated_failed_action`:
     /// any action but the failed ones, and after a second one in the same slot, only a final
-    /// answer. After `ungrounded_final`: an action or an unsatisfied final. Otherwise: any
+    /// answer. After `ungrounded_final`: an action or an unsatisfied final. After
+    /// `unstated_result`: an action, or a final that begins with a fact. Otherwise: any
     /// decision of the contract (so free decoding becomes at least envelope-constrained).
     pub fn allowed(&self) -> Allowed {
         if self.repeated_in_slot >= 2 {
@@ -112,6 +122,9 @@ impl CorrectionContext {
                 failed: self.failed_actions.clone(),
             },
             (Category::UngroundedFinal, _) => Allowed::ActionOrUnsatisfiedFinal,
+            (Category::UnstatedResult, _) if !self.facts.is_empty() => Allowed::FinalStating {
+                facts: self.facts.clone(),
+            },
             _ => Allowed::AnyDecision,
         }
     }
@@ -145,6 +158,7 @@ mod tests {
             failed_actions: vec![fingerprint("calc", &json!({"x": 1}))],
             round: 1,
             repeated_in_slot: repeated,
+            facts: Vec::new(),
         }
     }
 
@@ -187,6 +201,25 @@ mod tests {
         ] {
             assert_eq!(context(category, None, 0).allowed(), Allowed::AnyDecision);
         }
+    }
+
+    #[test]
+    fn unstated_result_narrows_to_a_final_that_begins_with_a_fact() {
+        let mut c = context(Category::UnstatedResult, None, 0);
+        assert_eq!(c.allowed(), Allowed::AnyDecision, "no facts, no narrowing");
+        c.facts = vec!["12:00".into(), "Europe/London".into()];
+        let allowed = c.allowed();
+        assert_eq!(allowed.label(), "final_stating(2)");
+        let stating = |summary: &str| {
+            Decision::Final(Final {
+                satisfied: true,
+                summary: summary.into(),
+                call_id: None,
+            })
+        };
+        assert!(allowed.permits(&stating("12:00 in London.")));
+        assert!(!allowed.permits(&stating("It is late in London.")));
+        assert!(allowed.permits(&action("time", json!({"city": "London"}))));
     }
 
     #[test]

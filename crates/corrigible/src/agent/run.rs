@@ -227,6 +227,11 @@ impl<'a> Run<'a> {
                 failed_actions: self.state.failed.keys().cloned().collect(),
                 round,
                 repeated_in_slot: repeated,
+                facts: if first.category == Category::UnstatedResult {
+                    self.facts()
+                } else {
+                    Vec::new()
+                },
             });
             rejected_reply = Some(signature);
         }

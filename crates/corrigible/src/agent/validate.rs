@@ -7,6 +7,9 @@ use crate::rejection::{Category, Rejection};
 /// Longest tool result quoted back in an `ungrounded_final` rejection, in characters.
 const MAX_SHOWN_RESULT_CHARS: usize = 300;
 
+/// Most facts an `unstated_result` correction narrows to.
+const MAX_FACTS: usize = 16;
+
 impl Run<'_> {
     /// Checks a parsed decision against the registry, the run's failures and its evidence.
     pub(crate) fn validate(&self, decision: Decision) -> Result<Decision, Rejection> {
@@ -74,6 +77,14 @@ impl Run<'_> {
             "satisfied is true but the answer states nothing the tools returned; answer with \
              the values the user asked for, from the result of {tool}: {shown}"
         ))
+    }
+
+    /// The facts of the run's successful tool results, for an `unstated_result` correction.
+    pub(crate) fn facts(&self) -> Vec<String> {
+        let mut facts =
+            Evidence::new(self.state.results.iter().map(|(_, v)| v), &self.request).facts();
+        facts.truncate(MAX_FACTS);
+        facts
     }
 
     fn unknown_tool_message(&self, name: &str) -> String {

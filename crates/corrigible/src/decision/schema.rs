@@ -91,8 +91,29 @@ pub fn allowed_schema(tools: &[ToolSpec], mode: SchemaMode, allowed: &Allowed) -
                 .collect();
             decision_schema(&rest, mode)
         }
+        Allowed::FinalStating { facts } => {
+            let mut schema = decision_schema(tools, mode);
+            if let Some(last) = schema["anyOf"].as_array_mut().and_then(|b| b.last_mut()) {
+                let starts: Vec<String> = facts.iter().map(|f| regex_escape(f)).collect();
+                last["properties"]["final_summary"]["pattern"] =
+                    json!(format!("^(?:{})", starts.join("|")));
+            }
+            schema
+        }
         Allowed::FinalOnly => json!({"anyOf": [final_branch()]}),
     }
+}
+
+/// `text` with every regex metacharacter escaped.
+fn regex_escape(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    for c in text.chars() {
+        if "\\.+*?()|[]{}^$".contains(c) {
+            out.push('\\');
+        }
+        out.push(c);
+    }
+    out
 }
 
 /// The built-in `final_answer` tool of the native protocol.
@@ -165,6 +186,20 @@ mod tests {
         let b = branches(&s);
         assert_eq!(b.len(), 3);
         assert_eq!(b[2]["properties"]["satisfied"], json!({"const": false}));
+    }
+
+    #[test]
+    fn final_stating_anchors_the_summary_on_escaped_facts() {
+        let allowed = Allowed::FinalStating {
+            facts: vec!["24.3".into(), "a+b (x)".into()],
+        };
+        let schema = allowed_schema(&tools(), SchemaMode::Full, &allowed);
+        let all = branches(&schema);
+        assert_eq!(all.len(), 3, "both actions and the final stay");
+        assert_eq!(
+            all[2]["properties"]["final_summary"]["pattern"],
+            json!("^(?:24\\.3|a\\+b \\(x\\))")
+        );
     }
 
     #[test]
