@@ -290,3 +290,46 @@ fn ungrounded_final_allows_an_action_or_an_unsatisfied_final() {
         assert!(!f.satisfied, "{corrected}");
     }
 }
+
+#[test]
+fn unstated_result_allows_a_final_that_begins_with_a_fact() {
+    let _turn = serial();
+    let Some(model) = common::model() else { return };
+    let mut request = common::request("What time is it in Dubai?", common::tools());
+    request.messages.push(Message::assistant(
+        MessageKind::Reply,
+        r#"{"state":"action","reason":"clock","tool":"time","tool_input":{"timezone":"Asia/Dubai"}}"#,
+        Vec::new(),
+    ));
+    request.messages.push(Message::user(
+        MessageKind::ToolResult,
+        r#"<tool_result tool="time">{"time":"16:00","timezone":"Asia/Dubai","utc_offset":"+04:00"}</tool_result>"#,
+    ));
+    let rejected =
+        r#"{"state":"final","satisfied":true,"final_summary":"The time tool knows the time."}"#;
+    let mut correction = correction_of(
+        &request,
+        Category::UnstatedResult,
+        rejected,
+        None,
+        Vec::new(),
+        0,
+    );
+    if let Some(c) = correction.correction.as_mut() {
+        c.facts = vec!["16:00".into(), "+04:00".into()];
+    }
+    let reply = ask(model, &correction);
+    assert!(
+        decoding(&reply).contains("narrowed=final_stating(2)"),
+        "{}",
+        decoding(&reply)
+    );
+    let corrected = text(&reply);
+    assert_ne!(corrected.trim(), rejected);
+    if let Decision::Final(f) = decision(&corrected) {
+        assert!(
+            f.summary.starts_with("16:00") || f.summary.starts_with("+04:00"),
+            "{corrected}"
+        );
+    }
+}
