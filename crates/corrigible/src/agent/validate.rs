@@ -4,7 +4,7 @@ use crate::fingerprint::fingerprint;
 use crate::grounding::{Evidence, Grounding};
 use crate::rejection::{Category, Rejection};
 
-/// Longest tool result quoted back in an `ungrounded_final` rejection, in characters.
+/// Longest tool result quoted back in an `unstated_result` rejection, in characters.
 const MAX_SHOWN_RESULT_CHARS: usize = 300;
 
 /// Most facts an `unstated_result` correction narrows to.
