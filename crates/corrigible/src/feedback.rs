@@ -83,28 +83,23 @@ impl FeedbackTemplate {
 /// Escapes `&`, `<` and `>` for XML element content. Quotes stay as they are, so JSON inside
 /// an element reads as JSON (a small model copies `&quot;` entities instead of values).
 pub fn xml_text_escape(text: &str) -> String {
-    let mut out = String::with_capacity(text.len());
-    for c in text.chars() {
-        match c {
-            '&' => out.push_str("&amp;"),
-            '<' => out.push_str("&lt;"),
-            '>' => out.push_str("&gt;"),
-            c => out.push(c),
-        }
-    }
-    out
+    escape(text, false)
 }
 
 /// Escapes `&`, `<`, `>`, `"` and `'` for XML text and attributes.
 pub fn xml_escape(text: &str) -> String {
+    escape(text, true)
+}
+
+fn escape(text: &str, quotes: bool) -> String {
     let mut out = String::with_capacity(text.len());
     for c in text.chars() {
         match c {
             '&' => out.push_str("&amp;"),
             '<' => out.push_str("&lt;"),
             '>' => out.push_str("&gt;"),
-            '"' => out.push_str("&quot;"),
-            '\'' => out.push_str("&apos;"),
+            '"' if quotes => out.push_str("&quot;"),
+            '\'' if quotes => out.push_str("&apos;"),
             c => out.push(c),
         }
     }
