@@ -2,8 +2,6 @@
 
 use std::time::{Duration, Instant};
 
-use candle_core::{DType, Tensor};
-
 use crate::constraint::Constraint;
 use crate::error::LocalError;
 use crate::llama::Llama;
@@ -91,10 +89,6 @@ fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
-fn logits_vec(logits: &Tensor) -> Result<Vec<f32>, LocalError> {
-    Ok(logits.to_dtype(DType::F32)?.to_vec1::<f32>()?)
-}
-
 impl Runner {
     /// Wraps a freshly loaded model.
     pub fn new(llama: Llama) -> Self {
@@ -110,10 +104,13 @@ impl Runner {
         self.cached.clear();
     }
 
-    fn feed(&mut self, tokens: &[u32]) -> Result<Tensor, LocalError> {
-        let logits = self.llama.forward(tokens)?;
+    /// Feeds `tokens` and copies the logits after the last one into `logits`.
+    fn feed(&mut self, tokens: &[u32], logits: &mut Vec<f32>) -> Result<(), LocalError> {
+        let out = self.llama.forward(tokens)?;
+        logits.clear();
+        logits.extend_from_slice(out);
         self.cached.extend_from_slice(tokens);
-        Ok(logits)
+        Ok(())
     }
 
     /// Generates a reply to `prompt`; on any error the cache is dropped.
@@ -148,14 +145,13 @@ impl Runner {
         let reused = common_prefix(&self.cached, prompt).min(prompt.len() - 1);
         self.llama.truncate_cache(reused);
         self.cached.truncate(reused);
-        let mut logits = None;
+        let mut logits = Vec::new();
         for chunk in prompt[reused..].chunks(PREFILL_CHUNK) {
-            logits = Some(self.feed(chunk)?);
+            self.feed(chunk, &mut logits)?;
         }
-        let Some(logits) = logits else {
+        if logits.is_empty() {
             return Err(LocalError::Inference("empty prefill".into()));
-        };
-        let mut logits = logits_vec(&logits)?;
+        }
         let prefill_time = start.elapsed();
 
         let start = Instant::now();
@@ -190,7 +186,7 @@ impl Runner {
             if tokens.len() >= max_tokens {
                 break StopReason::MaxTokens;
             }
-            logits = logits_vec(&self.feed(&[token])?)?;
+            self.feed(&[token], &mut logits)?;
         };
         Ok(Generation {
             tokens,

@@ -58,7 +58,7 @@ fn greedy_tokens_and_logits_follow_the_reference() {
         } else {
             &tokens[pos..]
         };
-        let la: Vec<f32> = ours.forward(input).and_then(|t| t.to_vec1()).expect("ours");
+        let la: Vec<f32> = ours.forward(input).expect("ours").to_vec();
         let ids = Tensor::new(input, &dev)
             .and_then(|t| t.unsqueeze(0))
             .expect("ids");

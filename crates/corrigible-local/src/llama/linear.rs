@@ -94,6 +94,15 @@ impl Linear {
         }
     }
 
+    /// Dequantizes row `r` into `out` (`cols` values) when the weights are Q8_0 and the shapes
+    /// agree; returns whether it did.
+    pub fn dequantize_row(&self, r: usize, out: &mut [f32]) -> bool {
+        match self {
+            Linear::Q8(m) => m.dequantize_row(r, out),
+            Linear::Q4(_) | Linear::Candle { .. } => false,
+        }
+    }
+
     /// Multiplies the `seq` input vectors of `x` (`seq * cols` values) into `out`, resized to
     /// `seq * rows` values, one output vector after the other.
     pub fn forward(

@@ -6,6 +6,7 @@ use std::io::{Read, Seek};
 use candle_core::quantized::{GgmlDType, QTensor, gguf_file};
 use candle_core::{Device, Result};
 
+use super::embeddings::Embeddings;
 use super::linear::Linear;
 use super::{KvCache, Layer, Llama, Rope};
 use crate::config::Weights;
@@ -168,12 +169,27 @@ pub fn load<R: Read + Seek>(
         weights,
     };
     let embd_q = r.raw("token_embd.weight")?;
-    let embeddings = embd_q.dequantize(device)?;
-    let output = if ct.tensor_infos.contains_key("output.weight") {
-        r.linear(&["output.weight".to_string()])?
-    } else {
-        r.layer(vec![embd_q])?
+    let table = |t: &QTensor| -> Result<Embeddings> {
+        Ok(Embeddings::Table {
+            values: t.dequantize(device)?.flatten_all()?.to_vec1()?,
+            width: hyper.embedding_length,
+        })
     };
+    let (output, embeddings) = if ct.tensor_infos.contains_key("output.weight") {
+        let embeddings = table(&embd_q)?;
+        (r.linear(&["output.weight".to_string()])?, embeddings)
+    } else if embd_q.dtype() == GgmlDType::Q8_0 {
+        (r.layer(vec![embd_q])?, Embeddings::Tied)
+    } else {
+        let embeddings = table(&embd_q)?;
+        (r.layer(vec![embd_q])?, embeddings)
+    };
+    if let Embeddings::Tied = embeddings {
+        let mut probe = vec![0f32; hyper.embedding_length];
+        if !output.dequantize_row(0, &mut probe) {
+            candle_core::bail!("the tied output matrix cannot serve as embeddings");
+        }
+    }
     let norm = r.norm("output_norm.weight")?;
     let mut layers = Vec::with_capacity(hyper.n_layer);
     for i in 0..hyper.n_layer {
@@ -200,7 +216,6 @@ pub fn load<R: Read + Seek>(
         output,
         rope: Rope::new(&hyper),
         hyper,
-        device: device.clone(),
         buffers: Default::default(),
     })
 }

@@ -11,6 +11,7 @@
 mod agreement;
 mod attention;
 mod cache;
+mod embeddings;
 mod head;
 mod linear;
 mod load;
@@ -19,11 +20,12 @@ mod q4;
 mod q8;
 mod vector;
 
-use candle_core::{Device, Result, Tensor};
+use candle_core::Result;
 
 pub use cache::KvCache;
 pub use load::{Hyper, load};
 
+use embeddings::Embeddings;
 use linear::{Linear, Scratch};
 use vector::{add_assign, rms_norm, rope_interleaved, silu_mul};
 
@@ -90,14 +92,13 @@ struct Buffers {
 
 /// The transformer with its key/value cache.
 pub struct Llama {
-    /// The token embeddings, `(vocab, embedding_length)` in f32.
-    embeddings: Tensor,
+    /// The token embeddings.
+    embeddings: Embeddings,
     layers: Vec<Layer>,
     norm: Vec<f32>,
     output: Linear,
     rope: Rope,
     hyper: Hyper,
-    device: Device,
     buffers: Buffers,
 }
 
@@ -117,7 +118,7 @@ impl Llama {
 
     /// Width of the logits: the number of token ids the model knows.
     pub fn vocab_size(&self) -> usize {
-        self.embeddings.dim(0).unwrap_or(0)
+        self.embeddings.vocab(&self.output)
     }
 
     /// Positions currently held in the key/value cache.
@@ -133,7 +134,7 @@ impl Llama {
     }
 
     /// Feeds `tokens` at positions `cached_len()..` and returns the logits after the last one.
-    pub fn forward(&mut self, tokens: &[u32]) -> Result<Tensor> {
+    pub fn forward(&mut self, tokens: &[u32]) -> Result<&[f32]> {
         let seq = tokens.len();
         let pos = self.cached_len();
         if seq == 0 {
@@ -146,15 +147,11 @@ impl Llama {
                 self.hyper.context_length
             );
         }
-        let ids = Tensor::new(tokens, &self.device)?;
         let b = &mut self.buffers;
-        b.hidden = self
-            .embeddings
-            .index_select(&ids, 0)?
-            .flatten_all()?
-            .to_vec1()?;
         let h = &self.hyper;
         let dim = h.embedding_length;
+        self.embeddings
+            .lookup(&self.output, tokens, dim, &mut b.hidden)?;
         let eps = h.rms_norm_eps as f32;
         let (q_width, kv_width) = (h.n_head * h.head_dim, h.n_kv_head * h.head_dim);
         for layer in &mut self.layers {
@@ -200,6 +197,6 @@ impl Llama {
         norm_rows(last, &self.norm, eps, dim, &mut b.normed);
         self.output
             .forward(&b.normed, 1, &mut b.scratch, &mut b.logits)?;
-        Tensor::from_slice(&b.logits, b.logits.len(), &self.device)
+        Ok(&b.logits)
     }
 }

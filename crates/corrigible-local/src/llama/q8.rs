@@ -229,6 +229,22 @@ impl Q8Matrix {
         }
     }
 
+    /// Dequantizes row `r` into `out` (`cols` values), as candle's `to_float` would: each
+    /// quant times its block's scale. Returns false, writing nothing, when `r` is out of range
+    /// or `out` has another length.
+    pub fn dequantize_row(&self, r: usize, out: &mut [f32]) -> bool {
+        if r >= self.rows || out.len() != self.cols {
+            return false;
+        }
+        for (quad, o) in self.group(r / 4).iter().zip(out.chunks_exact_mut(BLOCK)) {
+            let d = quad.d[r % 4];
+            for (o, &q) in o.iter_mut().zip(&quad.q[r % 4]) {
+                *o = q as f32 * d;
+            }
+        }
+        true
+    }
+
     /// The quads of group `g` (rows `4g..4g + 4`).
     fn group(&self, g: usize) -> &[Quad] {
         let nb = self.cols / BLOCK;
@@ -428,6 +444,23 @@ pub(super) mod tests {
                 assert!((scalar[r * n + t] as f64 - want).abs() < 1e-4, "{r} {t}");
             }
         }
+    }
+
+    #[test]
+    fn a_dequantized_row_is_candles() {
+        let (rows, cols) = (9, 64);
+        let (m, q) = quantized(&noise(rows * cols, 5), rows, cols);
+        let want: Vec<Vec<f32>> = q
+            .dequantize(&Device::Cpu)
+            .and_then(|t| t.to_vec2())
+            .expect("dequantize");
+        let mut row = vec![0f32; cols];
+        for (r, want) in want.iter().enumerate() {
+            assert!(m.dequantize_row(r, &mut row));
+            assert_eq!(&row, want);
+        }
+        assert!(!m.dequantize_row(rows, &mut row));
+        assert!(!m.dequantize_row(0, &mut row[1..]));
     }
 
     #[test]
