@@ -17,6 +17,22 @@ const PROMPT: [u32; 12] = [1, 504, 3458, 28, 253, 1345, 314, 2030, 30, 378, 216,
 /// Greedy steps compared after the prompt.
 const STEPS: usize = 24;
 
+/// A gap between the reference's two best logits small enough for rounding to flip them.
+const NEAR_TIE: f32 = 0.25;
+
+/// The gap between the two largest values.
+fn margin(v: &[f32]) -> f32 {
+    let (mut a, mut b) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
+    for &x in v {
+        if x > a {
+            (a, b) = (x, a);
+        } else if x > b {
+            b = x;
+        }
+    }
+    a - b
+}
+
 fn argmax(v: &[f32]) -> u32 {
     let mut best = 0;
     for (i, x) in v.iter().enumerate() {
@@ -27,8 +43,10 @@ fn argmax(v: &[f32]) -> u32 {
     best as u32
 }
 
-/// Measured on SmolLM2-135M-Instruct Q4_1: 23 of 24 tokens agree, logits within 1.04 (with
-/// every Q4_1 matrix re-quantized to Q8_0 instead: 20 of 24, within 1.34). Slow (two models),
+/// A flip is allowed only where the reference itself hesitates: its two best logits within
+/// [`NEAR_TIE`]. Measured on SmolLM2-135M-Instruct Q4_1: 22 of 24 tokens agree, both flips at
+/// reference margins under 0.06, logits within 0.98 (with every Q4_1 matrix re-quantized to
+/// Q8_0 instead: 20 of 24, within 1.34). Slow (two models),
 /// so only on request: `cargo test --release -p corrigible-local --lib agreement -- --ignored`.
 #[test]
 #[ignore]
@@ -50,7 +68,7 @@ fn greedy_tokens_and_logits_follow_the_reference() {
 
     // Both read the reference's greedy tokens, so every step compares the same context.
     let mut tokens = PROMPT.to_vec();
-    let (mut worst, mut agree) = (0f32, 0);
+    let (mut worst, mut agree, mut closest) = (0f32, 0, 0f32);
     for step in 0..STEPS {
         let pos = ours.cached_len();
         let input = if step == 0 {
@@ -72,12 +90,18 @@ fn greedy_tokens_and_logits_follow_the_reference() {
             .zip(&lb)
             .map(|(x, y)| (x - y).abs())
             .fold(worst, f32::max);
-        agree += usize::from(argmax(&la) == argmax(&lb));
+        if argmax(&la) == argmax(&lb) {
+            agree += 1;
+        } else {
+            let m = margin(&lb);
+            eprintln!("step {step}: the reference's margin is {m}");
+            closest = closest.max(m);
+        }
         tokens.push(argmax(&lb));
     }
     eprintln!("{agree}/{STEPS} greedy tokens agree, largest logit difference {worst}");
     assert!(
-        agree + 2 >= STEPS && worst < 1.5,
-        "{agree}/{STEPS}, {worst}"
+        agree + 3 >= STEPS && closest < NEAR_TIE && worst < 1.5,
+        "{agree}/{STEPS}, a flip at margin {closest}, logits within {worst}"
     );
 }
