@@ -18,6 +18,7 @@ mod load;
 mod parallel;
 mod q4;
 mod q8;
+mod quad;
 mod vector;
 
 use candle_core::Result;

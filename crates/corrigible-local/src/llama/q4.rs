@@ -9,46 +9,34 @@ use std::ops::Range;
 
 use half::f16;
 
-use super::q8::{BLOCK, Q8Vectors};
-
-/// Bytes of one GGML Q4_1 block: f16 scale, f16 minimum, 16 bytes of two nibbles each.
-const BLOCK_BYTES: usize = 4 + BLOCK / 2;
-
-/// Why a matrix could not be built.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum Q4Error {
-    /// The row length is not a whole number of blocks.
-    #[error("row length {0} is not a multiple of {BLOCK}")]
-    RowLength(usize),
-    /// A stacked part other than the last has a row count that is not a multiple of four.
-    #[error("cannot stack a part of {0} rows: not a multiple of 4")]
-    Stack(usize),
-    /// The raw data does not hold `rows` rows of `cols` values.
-    #[error("{got} bytes of Q4_1 data for a {rows}x{cols} matrix")]
-    DataSize {
-        /// Bytes given.
-        got: usize,
-        /// Rows expected.
-        rows: usize,
-        /// Values per row expected.
-        cols: usize,
-    },
-}
+use super::q8::Q8Vectors;
+use super::quad::{BLOCK, Quad, QuadMatrix};
 
 /// One block of four consecutive weight rows: their four scales then four minimums (f16, as in
 /// the file), then their 16 bytes of nibbles each (byte `j` holds value `j` in its low nibble
 /// and value `j + 16` in its high nibble).
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
-struct Quad {
+pub struct Q4Quad {
     dm: [f16; 8],
     q: [[u8; BLOCK / 2]; 4],
 }
 
-const EMPTY_QUAD: Quad = Quad {
-    dm: [f16::ZERO; 8],
-    q: [[0; BLOCK / 2]; 4],
-};
+impl Quad for Q4Quad {
+    const FORMAT: &'static str = "Q4_1";
+    /// An f16 scale, an f16 minimum, 16 bytes of two nibbles each.
+    const BLOCK_BYTES: usize = 4 + BLOCK / 2;
+    const EMPTY: Self = Self {
+        dm: [f16::ZERO; 8],
+        q: [[0; BLOCK / 2]; 4],
+    };
+
+    fn set_row(&mut self, k: usize, block: &[u8]) {
+        self.dm[k] = f16::from_le_bytes([block[0], block[1]]);
+        self.dm[4 + k] = f16::from_le_bytes([block[2], block[3]]);
+        self.q[k].copy_from_slice(&block[4..]);
+    }
+}
 
 /// One quantized activation vector as the kernels read it: block scales, block sums, quants.
 #[derive(Debug, Clone, Copy)]
@@ -65,75 +53,10 @@ impl<'a> Act<'a> {
     }
 }
 
-/// A weight matrix in Q4_1, `rows` rows of `cols` values, stored by groups of four rows (the
-/// last group padded with zero rows).
-#[derive(Debug, Clone)]
-pub struct Q4Matrix {
-    rows: usize,
-    cols: usize,
-    /// Group after group, each `cols / 32` quads.
-    quads: Vec<Quad>,
-}
+/// A weight matrix in Q4_1, by groups of four rows.
+pub type Q4Matrix = QuadMatrix<Q4Quad>;
 
 impl Q4Matrix {
-    /// Reads GGML Q4_1 blocks (`rows * cols / 32` blocks of 20 bytes, row-major).
-    pub fn from_ggml(data: &[u8], rows: usize, cols: usize) -> Result<Self, Q4Error> {
-        if cols == 0 || !cols.is_multiple_of(BLOCK) {
-            return Err(Q4Error::RowLength(cols));
-        }
-        let nb = cols / BLOCK;
-        if data.len() != rows * nb * BLOCK_BYTES {
-            return Err(Q4Error::DataSize {
-                got: data.len(),
-                rows,
-                cols,
-            });
-        }
-        let groups = rows.div_ceil(4);
-        let mut quads = vec![EMPTY_QUAD; groups * nb];
-        for (i, block) in data.chunks_exact(BLOCK_BYTES).enumerate() {
-            let (r, b) = (i / nb, i % nb);
-            let quad = &mut quads[(r / 4) * nb + b];
-            quad.dm[r % 4] = f16::from_le_bytes([block[0], block[1]]);
-            quad.dm[4 + r % 4] = f16::from_le_bytes([block[2], block[3]]);
-            quad.q[r % 4].copy_from_slice(&block[4..]);
-        }
-        Ok(Self { rows, cols, quads })
-    }
-
-    /// Stacks matrices of one row length, each but the last with a multiple of four rows: the
-    /// rows of the first, then of the second, …
-    pub fn concat(parts: Vec<Q4Matrix>) -> Result<Self, Q4Error> {
-        let cols = parts.first().map_or(0, |p| p.cols);
-        let count = parts.len();
-        let mut out = Self {
-            rows: 0,
-            cols,
-            quads: Vec::with_capacity(parts.iter().map(|p| p.quads.len()).sum()),
-        };
-        for (i, p) in parts.into_iter().enumerate() {
-            if p.cols != cols {
-                return Err(Q4Error::RowLength(p.cols));
-            }
-            if i + 1 < count && !p.rows.is_multiple_of(4) {
-                return Err(Q4Error::Stack(p.rows));
-            }
-            out.rows += p.rows;
-            out.quads.extend_from_slice(&p.quads);
-        }
-        Ok(out)
-    }
-
-    /// Rows (outputs).
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Values per row (inputs).
-    pub fn cols(&self) -> usize {
-        self.cols
-    }
-
     /// Dot products of rows `rows` (starting at a multiple of four) with every vector of `x`,
     /// written row-major by weight row: `out[(r - rows.start) * x.len() + t]` is row `r` times
     /// vector `t`.
@@ -141,12 +64,7 @@ impl Q4Matrix {
     /// Nothing is written when the shapes disagree (`x` of another width, `out` of another
     /// size, rows out of range or not starting a group of four).
     pub fn dot_rows(&self, rows: Range<usize>, x: &Q8Vectors, out: &mut [f32]) {
-        if x.cols() != self.cols
-            || !rows.start.is_multiple_of(4)
-            || rows.start > rows.end
-            || rows.end > self.rows
-            || out.len() != rows.len() * x.len()
-        {
+        if !self.fits(&rows, x, out) {
             return;
         }
         #[cfg(target_arch = "x86_64")]
@@ -164,8 +82,8 @@ impl Q4Matrix {
         rows: Range<usize>,
         x: &Q8Vectors,
         out: &mut [f32],
-        one: impl Fn(&[Quad], [Act<'_>; 1]) -> [[f32; 4]; 1],
-        two: impl Fn(&[Quad], [Act<'_>; 2]) -> [[f32; 4]; 2],
+        one: impl Fn(&[Q4Quad], [Act<'_>; 1]) -> [[f32; 4]; 1],
+        two: impl Fn(&[Q4Quad], [Act<'_>; 2]) -> [[f32; 4]; 2],
     ) {
         let n = x.len();
         let mut r = rows.start;
@@ -195,17 +113,11 @@ impl Q4Matrix {
             o += count * n;
         }
     }
-
-    /// The quads of group `g` (rows `4g..4g + 4`).
-    fn group(&self, g: usize) -> &[Quad] {
-        let nb = self.cols / BLOCK;
-        self.quads.get(g * nb..(g + 1) * nb).unwrap_or(&[])
-    }
 }
 
 /// The portable kernel: exact integer sums per block, scaled and summed in f32, for each of
 /// `N` vectors.
-fn dot_group_scalar<const N: usize>(w: &[Quad], x: [Act<'_>; N]) -> [[f32; 4]; N] {
+fn dot_group_scalar<const N: usize>(w: &[Q4Quad], x: [Act<'_>; N]) -> [[f32; 4]; N] {
     x.map(|x| {
         let mut acc = [0f32; 4];
         for (((quad, &dx), &sx), xb) in w.iter().zip(x.d).zip(x.s).zip(x.q.chunks_exact(BLOCK)) {
@@ -230,10 +142,10 @@ mod avx2 {
 
     use std::ops::Range;
 
-    use super::{Act, BLOCK, Q4Matrix, Q8Vectors, Quad};
+    use super::{Act, BLOCK, Q4Matrix, Q4Quad, Q8Vectors};
 
     /// Bytes read ahead of the kernel: a few quads.
-    const PREFETCH: usize = 16 * std::mem::size_of::<Quad>();
+    const PREFETCH: usize = 16 * std::mem::size_of::<Q4Quad>();
 
     /// [`Q4Matrix::dot_rows`] with the AVX2 kernel, when the CPU has AVX2, FMA and F16C:
     /// returns whether it ran.
@@ -302,7 +214,7 @@ mod avx2 {
     /// unpacked once.
     #[inline]
     #[target_feature(enable = "avx2,fma,f16c")]
-    fn dot_group<const N: usize>(w: &[Quad], x: [Act<'_>; N]) -> [[f32; 4]; N] {
+    fn dot_group<const N: usize>(w: &[Q4Quad], x: [Act<'_>; N]) -> [[f32; 4]; N] {
         let nb = x.iter().fold(w.len(), |n, a| {
             n.min(a.d.len()).min(a.s.len()).min(a.q.len() / BLOCK)
         });
@@ -313,7 +225,7 @@ mod avx2 {
         let mut acc23 = [_mm256_setzero_ps(); N];
         let mut acc_min = [_mm256_setzero_ps(); N];
         for (b, quad) in w.iter().enumerate().take(nb) {
-            let ahead = (quad as *const Quad).cast::<i8>().wrapping_add(PREFETCH);
+            let ahead = (quad as *const Q4Quad).cast::<i8>().wrapping_add(PREFETCH);
             // Only a hint: prefetching any address is harmless, even past the matrix.
             _mm_prefetch::<_MM_HINT_T0>(ahead);
             // SAFETY: `dm` is eight f16 values, 16 bytes; unaligned load.
@@ -372,6 +284,7 @@ mod avx2 {
 #[cfg(test)]
 mod tests {
     use super::super::q8::tests::noise;
+    use super::super::quad::MatrixError;
     use super::*;
     use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
     use candle_core::{Device, Module, Tensor};
@@ -482,7 +395,10 @@ mod tests {
         both.dot_rows(0..11, &x, &mut out);
         assert_eq!(out[..16], oa);
         assert_eq!(out[16..], ob);
-        assert_eq!(Q4Matrix::concat(vec![b, a]).err(), Some(Q4Error::Stack(3)));
+        assert_eq!(
+            Q4Matrix::concat(vec![b, a]).err(),
+            Some(MatrixError::Stack(3))
+        );
     }
 
     #[test]
@@ -519,7 +435,8 @@ mod tests {
     fn bad_shapes_are_errors_not_panics() {
         assert_eq!(
             Q4Matrix::from_ggml(&[0; 10], 1, 32).err(),
-            Some(Q4Error::DataSize {
+            Some(MatrixError::DataSize {
+                format: "Q4_1",
                 got: 10,
                 rows: 1,
                 cols: 32
@@ -527,7 +444,7 @@ mod tests {
         );
         assert_eq!(
             Q4Matrix::from_ggml(&[], 1, 31).err(),
-            Some(Q4Error::RowLength(31))
+            Some(MatrixError::RowLength(31))
         );
         let (m, _) = quantized(&noise(64, 7), 2, 32);
         let x = vectors(1, 64, 8);

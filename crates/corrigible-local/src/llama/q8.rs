@@ -8,32 +8,8 @@ use std::ops::Range;
 
 use half::f16;
 
-/// Values per quantization block.
-pub const BLOCK: usize = 32;
-
-/// Bytes of one GGML Q8_0 block: an f16 scale then 32 signed bytes.
-const BLOCK_BYTES: usize = 2 + BLOCK;
-
-/// Why a matrix could not be built.
-#[derive(Debug, thiserror::Error, PartialEq, Eq)]
-pub enum Q8Error {
-    /// The row length is not a whole number of blocks.
-    #[error("row length {0} is not a multiple of {BLOCK}")]
-    RowLength(usize),
-    /// A stacked part other than the last has a row count that is not a multiple of four.
-    #[error("cannot stack a part of {0} rows: not a multiple of 4")]
-    Stack(usize),
-    /// The raw data does not hold `rows` rows of `cols` values.
-    #[error("{got} bytes of Q8_0 data for a {rows}x{cols} matrix")]
-    DataSize {
-        /// Bytes given.
-        got: usize,
-        /// Rows expected.
-        rows: usize,
-        /// Values per row expected.
-        cols: usize,
-    },
-}
+pub use super::quad::BLOCK;
+use super::quad::{MatrixError, Quad, QuadMatrix};
 
 /// Activations quantized to Q8_0, several vectors of one length: per block a scale (the f16
 /// value candle stores, widened), 32 signed bytes, and the scale times their sum (as Q8_1's
@@ -48,9 +24,9 @@ pub struct Q8Vectors {
 
 impl Q8Vectors {
     /// Quantizes `x`, a whole number of vectors of `cols` values, replacing the content.
-    pub fn quantize(&mut self, x: &[f32], cols: usize) -> Result<(), Q8Error> {
+    pub fn quantize(&mut self, x: &[f32], cols: usize) -> Result<(), MatrixError> {
         if cols == 0 || !cols.is_multiple_of(BLOCK) {
-            return Err(Q8Error::RowLength(cols));
+            return Err(MatrixError::RowLength(cols));
         }
         self.cols = cols;
         let n = x.len() / BLOCK * BLOCK;
@@ -98,86 +74,32 @@ impl Q8Vectors {
 /// the kernel reads the matrix as one sequential stream.
 #[derive(Debug, Clone, Copy)]
 #[repr(C)]
-struct Quad {
+pub struct Q8Quad {
     d: [f32; 4],
     q: [[i8; BLOCK]; 4],
 }
 
-const EMPTY_QUAD: Quad = Quad {
-    d: [0.0; 4],
-    q: [[0; BLOCK]; 4],
-};
+impl Quad for Q8Quad {
+    const FORMAT: &'static str = "Q8_0";
+    /// An f16 scale then 32 signed bytes.
+    const BLOCK_BYTES: usize = 2 + BLOCK;
+    const EMPTY: Self = Self {
+        d: [0.0; 4],
+        q: [[0; BLOCK]; 4],
+    };
 
-/// A weight matrix in Q8_0, `rows` rows of `cols` values, scales widened to f32, stored by
-/// groups of four rows (the last group padded with zero rows).
-#[derive(Debug, Clone)]
-pub struct Q8Matrix {
-    rows: usize,
-    cols: usize,
-    /// Group after group, each `cols / 32` quads.
-    quads: Vec<Quad>,
+    fn set_row(&mut self, k: usize, block: &[u8]) {
+        self.d[k] = f16::from_le_bytes([block[0], block[1]]).to_f32();
+        for (q, &byte) in self.q[k].iter_mut().zip(&block[2..]) {
+            *q = byte as i8;
+        }
+    }
 }
 
+/// A weight matrix in Q8_0 (scales widened to f32), by groups of four rows.
+pub type Q8Matrix = QuadMatrix<Q8Quad>;
+
 impl Q8Matrix {
-    /// Reads GGML Q8_0 blocks (`rows * cols / 32` blocks of 34 bytes, row-major).
-    pub fn from_ggml(data: &[u8], rows: usize, cols: usize) -> Result<Self, Q8Error> {
-        if cols == 0 || !cols.is_multiple_of(BLOCK) {
-            return Err(Q8Error::RowLength(cols));
-        }
-        let nb = cols / BLOCK;
-        if data.len() != rows * nb * BLOCK_BYTES {
-            return Err(Q8Error::DataSize {
-                got: data.len(),
-                rows,
-                cols,
-            });
-        }
-        let groups = rows.div_ceil(4);
-        let mut quads = vec![EMPTY_QUAD; groups * nb];
-        for (i, block) in data.chunks_exact(BLOCK_BYTES).enumerate() {
-            let (r, b) = (i / nb, i % nb);
-            let quad = &mut quads[(r / 4) * nb + b];
-            quad.d[r % 4] = f16::from_le_bytes([block[0], block[1]]).to_f32();
-            for (q, &byte) in quad.q[r % 4].iter_mut().zip(&block[2..]) {
-                *q = byte as i8;
-            }
-        }
-        Ok(Self { rows, cols, quads })
-    }
-
-    /// Stacks matrices of one row length, each but the last with a multiple of four rows: the
-    /// rows of the first, then of the second, …
-    pub fn concat(parts: Vec<Q8Matrix>) -> Result<Self, Q8Error> {
-        let cols = parts.first().map_or(0, |p| p.cols);
-        let count = parts.len();
-        let mut out = Self {
-            rows: 0,
-            cols,
-            quads: Vec::with_capacity(parts.iter().map(|p| p.quads.len()).sum()),
-        };
-        for (i, p) in parts.into_iter().enumerate() {
-            if p.cols != cols {
-                return Err(Q8Error::RowLength(p.cols));
-            }
-            if i + 1 < count && !p.rows.is_multiple_of(4) {
-                return Err(Q8Error::Stack(p.rows));
-            }
-            out.rows += p.rows;
-            out.quads.extend_from_slice(&p.quads);
-        }
-        Ok(out)
-    }
-
-    /// Rows (outputs).
-    pub fn rows(&self) -> usize {
-        self.rows
-    }
-
-    /// Values per row (inputs).
-    pub fn cols(&self) -> usize {
-        self.cols
-    }
-
     /// Dot products of rows `rows` (starting at a multiple of four) with every vector of `x`,
     /// written row-major by weight row: `out[(r - rows.start) * x.len() + t]` is row `r` times
     /// vector `t`.
@@ -185,12 +107,7 @@ impl Q8Matrix {
     /// Nothing is written when the shapes disagree (`x` of another width, `out` of another
     /// size, rows out of range or not starting a group of four).
     pub fn dot_rows(&self, rows: Range<usize>, x: &Q8Vectors, out: &mut [f32]) {
-        if x.cols() != self.cols
-            || !rows.start.is_multiple_of(4)
-            || rows.start > rows.end
-            || rows.end > self.rows
-            || out.len() != rows.len() * x.len()
-        {
+        if !self.fits(&rows, x, out) {
             return;
         }
         #[cfg(target_arch = "x86_64")]
@@ -207,7 +124,7 @@ impl Q8Matrix {
         rows: Range<usize>,
         x: &Q8Vectors,
         out: &mut [f32],
-        kernel: impl Fn(&[Quad], &[f32], &[i8]) -> [f32; 4],
+        kernel: impl Fn(&[Q8Quad], &[f32], &[i8]) -> [f32; 4],
     ) {
         let n = x.len();
         let mut r = rows.start;
@@ -233,7 +150,7 @@ impl Q8Matrix {
     /// quant times its block's scale. Returns false, writing nothing, when `r` is out of range
     /// or `out` has another length.
     pub fn dequantize_row(&self, r: usize, out: &mut [f32]) -> bool {
-        if r >= self.rows || out.len() != self.cols {
+        if r >= self.rows() || out.len() != self.cols() {
             return false;
         }
         for (quad, o) in self.group(r / 4).iter().zip(out.chunks_exact_mut(BLOCK)) {
@@ -243,12 +160,6 @@ impl Q8Matrix {
             }
         }
         true
-    }
-
-    /// The quads of group `g` (rows `4g..4g + 4`).
-    fn group(&self, g: usize) -> &[Quad] {
-        let nb = self.cols / BLOCK;
-        self.quads.get(g * nb..(g + 1) * nb).unwrap_or(&[])
     }
 }
 
@@ -276,7 +187,7 @@ fn quantize_blocks(x: &[f32], scales: &mut [f32], sums: &mut [f32], quants: &mut
 }
 
 /// The portable kernel: exact integer sums per block, scaled and summed in f32.
-fn dot_group_scalar(w: &[Quad], xd: &[f32], xq: &[i8]) -> [f32; 4] {
+fn dot_group_scalar(w: &[Q8Quad], xd: &[f32], xq: &[i8]) -> [f32; 4] {
     let mut acc = [0f32; 4];
     for ((quad, &dx), xb) in w.iter().zip(xd).zip(xq.chunks_exact(BLOCK)) {
         for ((acc, q), d) in acc.iter_mut().zip(&quad.q).zip(quad.d) {
@@ -294,10 +205,10 @@ mod avx2 {
 
     use std::ops::Range;
 
-    use super::{BLOCK, Q8Matrix, Q8Vectors, Quad};
+    use super::{BLOCK, Q8Matrix, Q8Quad, Q8Vectors};
 
     /// Bytes read ahead of the kernel: a few quads.
-    const PREFETCH: usize = 4 * std::mem::size_of::<Quad>();
+    const PREFETCH: usize = 4 * std::mem::size_of::<Q8Quad>();
 
     /// [`Q8Matrix::dot_rows`] with the AVX2 kernel, when the CPU has AVX2 and FMA: returns
     /// whether it ran.
@@ -355,13 +266,13 @@ mod avx2 {
     /// The block dot products of four rows with one vector.
     #[inline]
     #[target_feature(enable = "avx2,fma")]
-    fn dot_group(w: &[Quad], xd: &[f32], xq: &[i8]) -> [f32; 4] {
+    fn dot_group(w: &[Q8Quad], xd: &[f32], xq: &[i8]) -> [f32; 4] {
         let nb = w.len().min(xd.len()).min(xq.len() / BLOCK);
         let ones = _mm256_set1_epi16(1);
         let mut acc = [_mm256_setzero_ps(); 4];
         for b in 0..nb {
             let quad = &w[b];
-            let ahead = (quad as *const Quad).cast::<i8>().wrapping_add(PREFETCH);
+            let ahead = (quad as *const Q8Quad).cast::<i8>().wrapping_add(PREFETCH);
             // Only a hint: prefetching any address is harmless, even past the matrix.
             _mm_prefetch::<_MM_HINT_T0>(ahead);
             // SAFETY: `b < nb <= xq.len() / 32`, so bytes `b * 32 .. b * 32 + 32` lie inside
@@ -416,7 +327,7 @@ pub(super) mod tests {
     fn reference(m: &Q8Matrix, x: &Q8Vectors, r: usize, t: usize) -> f64 {
         let (xd, xq) = x.vector(t);
         let group = m.group(r / 4);
-        (0..m.cols)
+        (0..m.cols())
             .map(|i| {
                 let quad = &group[i / BLOCK];
                 let w = quad.q[r % 4][i % BLOCK] as f64 * quad.d[r % 4] as f64;
@@ -532,7 +443,8 @@ pub(super) mod tests {
     fn bad_shapes_are_errors_not_panics() {
         assert_eq!(
             Q8Matrix::from_ggml(&[0; 10], 1, 32).err(),
-            Some(Q8Error::DataSize {
+            Some(MatrixError::DataSize {
+                format: "Q8_0",
                 got: 10,
                 rows: 1,
                 cols: 32
