@@ -7,6 +7,7 @@
 //! result is exact.
 
 use chrono::{DateTime, Utc};
+use corrigible::numbers::numbers_in;
 use corrigible::trace::StepOutcome;
 use corrigible::{RunReport, StopReason, ToolRegistry};
 use corrigible_tools::fake::{FakeOpenMeteo, FakeOptions, find_city};
@@ -178,7 +179,7 @@ pub fn answer_contains(text: &str, expected: &Value) -> bool {
     match expected {
         Value::Number(n) => {
             let Some(want) = n.as_f64() else { return false };
-            numbers(text)
+            numbers_in(text)
                 .into_iter()
                 .any(|got| (got - want).abs() <= 1e-6 * want.abs().max(1.0))
         }
@@ -199,55 +200,6 @@ pub fn answer_contains(text: &str, expected: &Value) -> bool {
     }
 }
 
-/// The numbers written in `text`, in order: an optional sign (`-` or `−` not after a digit),
-/// digits with optional thousands commas, and an optional decimal part.
-pub fn numbers(text: &str) -> Vec<f64> {
-    let chars: Vec<char> = text.chars().collect();
-    let mut out = Vec::new();
-    let mut i = 0;
-    while i < chars.len() {
-        if !chars[i].is_ascii_digit() || (i > 0 && chars[i - 1].is_ascii_digit()) {
-            i += 1;
-            continue;
-        }
-        let negative = i > 0
-            && matches!(chars[i - 1], '-' | '−')
-            && !(i > 1 && (chars[i - 2].is_ascii_digit() || chars[i - 2].is_alphabetic()));
-        let mut digits = String::new();
-        let mut j = i;
-        while j < chars.len() {
-            let c = chars[j];
-            if c.is_ascii_digit() {
-                digits.push(c);
-            } else if c == ','
-                && j + 3 < chars.len() + 1
-                && chars[j + 1..]
-                    .iter()
-                    .take(3)
-                    .filter(|d| d.is_ascii_digit())
-                    .count()
-                    == 3
-                && chars.get(j + 4).is_none_or(|d| !d.is_ascii_digit())
-            {
-                // A thousands separator: exactly three digits follow.
-            } else if c == '.'
-                && !digits.contains('.')
-                && chars.get(j + 1).is_some_and(|d| d.is_ascii_digit())
-            {
-                digits.push('.');
-            } else {
-                break;
-            }
-            j += 1;
-        }
-        if let Ok(value) = digits.parse::<f64>() {
-            out.push(if negative { -value } else { value });
-        }
-        i = j;
-    }
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -255,14 +207,6 @@ mod tests {
 
     #[test]
     fn numbers_are_normalised() {
-        assert_eq!(numbers("391"), vec![391.0]);
-        assert_eq!(numbers("It is 391.0."), vec![391.0]);
-        assert_eq!(
-            numbers("3.5 and 1,024 and 12,5"),
-            vec![3.5, 1024.0, 12.0, 5.0]
-        );
-        assert_eq!(numbers("it is -8.4 °C, 3-5"), vec![-8.4, 3.0, 5.0]);
-        assert_eq!(numbers("−2"), vec![-2.0]);
         assert!(answer_contains("The result is 391.0", &json!(391)));
         assert!(answer_contains(
             "about 6.3999999999999995 degrees",

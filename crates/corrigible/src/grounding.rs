@@ -3,6 +3,8 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::numbers::numbers_in;
+
 /// Longest string of a tool result that counts as a fact an answer can state.
 const MAX_FACT_CHARS: usize = 40;
 
@@ -131,34 +133,6 @@ fn same_number(stated: f64, fact: f64) -> bool {
         })
 }
 
-/// The decimal numbers written in `text` (`-3`, `1,024`, `17.5`).
-fn numbers_in(text: &str) -> Vec<f64> {
-    let mut out = Vec::new();
-    let mut current = String::new();
-    let mut chars = text.chars().peekable();
-    let mut previous: Option<char> = None;
-    while let Some(c) = chars.next() {
-        let starts_negative =
-            c == '-' && current.is_empty() && !previous.is_some_and(|p| p.is_alphanumeric());
-        if c.is_ascii_digit() || starts_negative {
-            current.push(c);
-        } else if !current.is_empty()
-            && (c == '.' || c == ',')
-            && chars.peek().is_some_and(|n| n.is_ascii_digit())
-        {
-            if c == '.' {
-                current.push(c);
-            }
-        } else if !current.is_empty() {
-            out.extend(current.parse::<f64>().ok());
-            current.clear();
-        }
-        previous = Some(c);
-    }
-    out.extend(current.parse::<f64>().ok());
-    out
-}
-
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -191,15 +165,6 @@ mod tests {
         );
         let n = Evidence::new([&json!({"t": 24.3, "w": "24.3", "c": "Kenya"})], "x");
         assert_eq!(n.facts(), ["24.3", "Kenya"]);
-    }
-
-    #[test]
-    fn numbers_in_text() {
-        assert_eq!(
-            numbers_in("-3 and 1,024 or 17.5."),
-            vec![-3.0, 1024.0, 17.5]
-        );
-        assert_eq!(numbers_in("UTC-5 x-1"), vec![5.0, 1.0]);
     }
 
     #[test]

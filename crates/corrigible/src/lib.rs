@@ -17,6 +17,7 @@ pub mod grounding;
 pub mod message;
 pub mod model;
 pub mod narrowing;
+pub mod numbers;
 pub mod policy;
 pub mod prompt;
 pub mod rejection;
