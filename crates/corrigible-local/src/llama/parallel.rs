@@ -4,11 +4,21 @@
 //! until none is left, and waits only for pieces a helper has already begun. A helper that was
 //! descheduled (a busy machine) therefore costs nothing, where a barrier would stall every
 //! operation until it ran again. Helpers spin briefly between operations, then park.
+//!
+//! On a machine whose other cores are busy, helpers fall behind: the caller ends up doing
+//! nearly every piece itself while paying for the hand-offs, and a helper preempted in the
+//! middle of its piece holds the caller up for as long as the scheduler keeps it off the CPU.
+//! When the caller did more than [`BUSY_SHARE`] of the pieces over a window of operations, the
+//! pool runs on the caller alone for [`SOLO`] and then tries its helpers again. A single long
+//! wait is not enough: helpers are preempted now and then even on a quiet machine, and going
+//! solo for each of those costs more than the waits.
 
 use std::ops::Range;
+use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::thread::Thread;
+use std::time::{Duration, Instant};
 
 /// Work pieces per thread: enough to even out a slow thread, few enough to be cheap.
 const PIECES_PER_THREAD: usize = 4;
@@ -16,11 +26,21 @@ const PIECES_PER_THREAD: usize = 4;
 /// Spins of an idle helper before it parks (tens of microseconds).
 const SPINS: u32 = 20_000;
 
+/// Operations over which the caller's share of the pieces is judged.
+const WINDOW: u64 = 128;
+
+/// The caller's share of the pieces, in percent, above which the helpers are not keeping up
+/// (with two threads on a quiet machine it is about half).
+const BUSY_SHARE: u64 = 85;
+
+/// How long the pool runs on the caller alone once its helpers fell behind.
+const SOLO: Duration = Duration::from_millis(200);
+
 /// One parallel operation, as seen by the helpers.
 struct Job {
     /// The caller's piece loop, its lifetime erased: only called while `closed` is false and
     /// the caller waits on `active` (see [`Job::run`]).
-    work: *const (dyn Fn() + Sync),
+    work: *const (dyn Fn() -> usize + Sync),
     /// Helpers currently inside `work`.
     active: AtomicUsize,
     /// Set by the caller once every piece is done: from then on `work` may dangle.
@@ -58,6 +78,47 @@ struct Pool {
     current: Mutex<Option<Arc<Job>>>,
     generation: AtomicUsize,
     helpers: OnceLock<Vec<Thread>>,
+    /// The pool's time origin.
+    epoch: Instant,
+    /// Until when (nanoseconds since `epoch`) operations run on the caller alone.
+    solo_until: AtomicU64,
+    /// Operations, pieces and pieces done by the caller in the current window.
+    window: [AtomicU64; 3],
+}
+
+impl Pool {
+    fn now(&self) -> u64 {
+        u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
+    }
+
+    fn solo(&self) -> bool {
+        let until = self.solo_until.load(Ordering::Relaxed);
+        until != 0 && self.now() < until
+    }
+
+    fn go_solo(&self) {
+        let until = self
+            .now()
+            .saturating_add(u64::try_from(SOLO.as_nanos()).unwrap_or(0));
+        self.solo_until.store(until, Ordering::Relaxed);
+    }
+
+    /// Records one operation: its pieces, and those the caller did.
+    fn record(&self, pieces: usize, mine: usize) {
+        let [ops, all, by_caller] = &self.window;
+        all.fetch_add(pieces as u64, Ordering::Relaxed);
+        by_caller.fetch_add(mine as u64, Ordering::Relaxed);
+        if ops.fetch_add(1, Ordering::Relaxed) + 1 >= WINDOW {
+            let (all, by_caller) = (
+                all.swap(0, Ordering::Relaxed),
+                by_caller.swap(0, Ordering::Relaxed),
+            );
+            ops.store(0, Ordering::Relaxed);
+            if by_caller * 100 > all * BUSY_SHARE {
+                self.go_solo();
+            }
+        }
+    }
 }
 
 fn pool() -> &'static Pool {
@@ -67,6 +128,9 @@ fn pool() -> &'static Pool {
             current: Mutex::new(None),
             generation: AtomicUsize::new(0),
             helpers: OnceLock::new(),
+            epoch: Instant::now(),
+            solo_until: AtomicU64::new(0),
+            window: Default::default(),
         }));
         let n = crate::model::inference_threads().saturating_sub(1);
         let helpers = (0..n)
@@ -131,7 +195,7 @@ where
     let align = align.max(1);
     let threads = threads();
     let units = n_items.div_ceil(align);
-    if threads == 1 || units < 2 {
+    if threads == 1 || units < 2 || pool().solo() {
         f(0..n_items, out);
         return;
     }
@@ -146,28 +210,30 @@ where
         .collect();
     let next = AtomicUsize::new(0);
     let work = || {
+        let mut done = 0;
         loop {
             let i = next.fetch_add(1, Ordering::Relaxed);
             let Some(piece) = pieces.get(i) else {
-                break;
+                break done;
             };
             // Each piece is taken by exactly one thread, so the lock is never contended; a
             // poisoned lock (a panic in `f` elsewhere) still holds valid data.
             let mut guard = piece.lock().unwrap_or_else(|e| e.into_inner());
             let (items, chunk) = &mut *guard;
             f(items.clone(), chunk);
+            done += 1;
         }
     };
-    run_shared(&work);
+    run_shared(&work, pieces.len());
 }
 
 /// Publishes `work` to the helpers, runs it on this thread, then waits for helpers inside it.
 #[allow(unsafe_code)]
-fn run_shared(work: &(dyn Fn() + Sync)) {
+fn run_shared(work: &(dyn Fn() -> usize + Sync), pieces: usize) {
     let pool = pool();
     // SAFETY: only the lifetime is erased. The pointer is dereferenced by `Job::run` alone,
     // which does so only while this function has not returned (see below and `Job::run`).
-    let erased: *const (dyn Fn() + Sync + 'static) = unsafe { std::mem::transmute(work) };
+    let erased: *const (dyn Fn() -> usize + Sync + 'static) = unsafe { std::mem::transmute(work) };
     let job = Arc::new(Job {
         work: erased,
         active: AtomicUsize::new(0),
@@ -178,12 +244,13 @@ fn run_shared(work: &(dyn Fn() + Sync)) {
     for h in helpers(pool) {
         h.unpark();
     }
-    work();
+    let mine = work();
     // After this store no helper enters `work`; wait for those already inside.
     job.closed.store(true, Ordering::SeqCst);
     while job.active.load(Ordering::SeqCst) != 0 {
         std::hint::spin_loop();
     }
+    pool.record(pieces, mine);
     // Drop the pool's reference so that the slot does not keep a stale job reachable.
     let mut current = pool.current.lock().unwrap_or_else(|e| e.into_inner());
     if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &job)) {
