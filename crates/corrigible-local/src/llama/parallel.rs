@@ -87,6 +87,17 @@ struct Pool {
 }
 
 impl Pool {
+    fn new() -> Self {
+        Pool {
+            current: Mutex::new(None),
+            generation: AtomicUsize::new(0),
+            helpers: OnceLock::new(),
+            epoch: Instant::now(),
+            solo_until: AtomicU64::new(0),
+            window: Default::default(),
+        }
+    }
+
     fn now(&self) -> u64 {
         u64::try_from(self.epoch.elapsed().as_nanos()).unwrap_or(u64::MAX)
     }
@@ -124,14 +135,7 @@ impl Pool {
 fn pool() -> &'static Pool {
     static POOL: OnceLock<&'static Pool> = OnceLock::new();
     POOL.get_or_init(|| {
-        let pool: &'static Pool = Box::leak(Box::new(Pool {
-            current: Mutex::new(None),
-            generation: AtomicUsize::new(0),
-            helpers: OnceLock::new(),
-            epoch: Instant::now(),
-            solo_until: AtomicU64::new(0),
-            window: Default::default(),
-        }));
+        let pool: &'static Pool = Box::leak(Box::new(Pool::new()));
         let n = crate::model::inference_threads().saturating_sub(1);
         let helpers = (0..n)
             .filter_map(|i| {
@@ -261,6 +265,23 @@ fn run_shared(work: &(dyn Fn() -> usize + Sync), pieces: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn a_caller_left_alone_goes_solo_for_a_while() {
+        let pool = Pool::new();
+        for _ in 0..WINDOW {
+            pool.record(8, 4);
+        }
+        assert!(!pool.solo());
+        for _ in 0..WINDOW - 1 {
+            pool.record(8, 8);
+        }
+        assert!(!pool.solo(), "judged only at the end of a window");
+        pool.record(8, 8);
+        assert!(pool.solo());
+        std::thread::sleep(SOLO);
+        assert!(!pool.solo());
+    }
 
     #[test]
     fn every_item_is_visited_once() {
