@@ -145,7 +145,7 @@ impl Parser<'_> {
                 Ok(value)
             }
             Some(Token::Currency(symbol)) => {
-                self.units.push(symbol.to_string());
+                self.note_unit(symbol.to_string());
                 match self.peek(0) {
                     Some(Token::Number(_)) => self.primary(),
                     _ => Err(ExpressionError::Parse(format!(
@@ -232,9 +232,13 @@ impl Parser<'_> {
                 unit = format!("{unit}/{per}");
                 self.at += 2;
             }
-            if !self.units.contains(&unit) {
-                self.units.push(unit);
-            }
+            self.note_unit(unit);
+        }
+    }
+
+    fn note_unit(&mut self, unit: String) {
+        if !self.units.contains(&unit) {
+            self.units.push(unit);
         }
     }
 }
