@@ -46,7 +46,7 @@ impl Parser<'_> {
         self.tokens.get(self.at + ahead)
     }
 
-    fn next(&mut self) -> Option<Token> {
+    fn advance(&mut self) -> Option<Token> {
         let token = self.tokens.get(self.at).cloned();
         self.at += 1;
         token
@@ -139,7 +139,7 @@ impl Parser<'_> {
     }
 
     fn primary(&mut self) -> Result<f64, ExpressionError> {
-        match self.next() {
+        match self.advance() {
             Some(Token::Number(value)) => {
                 self.units();
                 Ok(value)
@@ -155,7 +155,7 @@ impl Parser<'_> {
             }
             Some(Token::Open) => {
                 let value = self.expr()?;
-                match self.next() {
+                match self.advance() {
                     Some(Token::Close) => Ok(value),
                     Some(Token::Comma) => Err(ExpressionError::Tuple),
                     Some(Token::Unsupported(op)) => Err(ExpressionError::UnsupportedOperator(op)),
@@ -202,7 +202,7 @@ impl Parser<'_> {
         }
         loop {
             args.push(self.expr()?);
-            match self.next() {
+            match self.advance() {
                 Some(Token::Comma) => {}
                 Some(Token::Close) => return Ok(args),
                 Some(Token::Unsupported(op)) => {
