@@ -29,6 +29,6 @@ pub use registry::{
 };
 pub use time::{TIME, TimeInput, TimeOutput, TimeTool, UnknownZone};
 pub use weather::{
-    FORECAST_URL_ENV, GEOCODING_URL_ENV, WEATHER, WeatherConfig, WeatherConfigError, WeatherError,
-    WeatherInput, WeatherReport, WeatherTool,
+    FORECAST_URL_ENV, GEOCODING_URL_ENV, WEATHER, WeatherAnswer, WeatherConfig, WeatherConfigError,
+    WeatherError, WeatherInput, WeatherReport, WeatherTool,
 };

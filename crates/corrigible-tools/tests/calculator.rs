@@ -58,6 +58,29 @@ async fn functions_and_constants() {
 }
 
 #[tokio::test]
+async fn common_notations_are_understood() {
+    assert_eq!(value("45% of 360 + 12").await, json!(174));
+    assert_eq!(value("40 × 85%").await, json!(34));
+    assert_eq!(value("1024 ÷ 16").await, json!(64));
+    assert_eq!(value("√1764").await, json!(42));
+    assert_eq!(value("100 % 7").await, json!(2));
+}
+
+#[tokio::test]
+async fn what_was_left_out_is_noted_beside_the_result() {
+    let claimed = value("12 + 3 + 4 = 18").await;
+    assert_eq!(claimed["result"], json!(19));
+    let note = claimed["note"].as_str().unwrap();
+    assert!(note.contains("claim after `=` was not checked"), "{note}");
+    assert!(!note.contains("18"), "{note}");
+
+    let units = value("72 km/h * 2.5 h").await;
+    assert_eq!(units["result"], json!(180));
+    let note = units["note"].as_str().unwrap();
+    assert!(note.contains("units ignored (km/h, h)"), "{note}");
+}
+
+#[tokio::test]
 async fn parse_errors_say_what_is_wrong() {
     let message = retry_message(calc("2*(3+").await);
     assert!(

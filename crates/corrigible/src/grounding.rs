@@ -17,7 +17,7 @@ pub enum Grounding {
     /// Some executed tool call succeeded (or none was executed).
     Failures,
     /// As `failures`, and when tools returned facts (numbers, short strings), the answer states
-    /// at least one of them.
+    /// at least one of them; of a result holding measurements, one of its measurements.
     #[default]
     Values,
 }
@@ -47,7 +47,9 @@ impl std::str::FromStr for Grounding {
 }
 
 /// The facts successful tool results offer an answer: their numbers, and their short strings
-/// that the user's request does not already contain.
+/// that the user's request does not already contain. A result that holds measurements
+/// (numbers other than small whole ones, which are mostly codes and counts) offers only
+/// those: `{"temperature_c": 7.3, "conditions": "overcast"}` is answered by its `7.3`.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
     numbers: Vec<(f64, String)>,
@@ -60,7 +62,14 @@ impl Evidence {
         let mut evidence = Evidence::default();
         let request = request.to_lowercase();
         for result in results {
-            evidence.collect(result, &request);
+            let mut facts = Evidence::default();
+            facts.collect(result, &request);
+            if facts.numbers.iter().any(|(_, text)| is_measurement(text)) {
+                facts.numbers.retain(|(_, text)| is_measurement(text));
+                facts.strings.clear();
+            }
+            evidence.numbers.append(&mut facts.numbers);
+            evidence.strings.append(&mut facts.strings);
         }
         evidence
     }
@@ -123,6 +132,14 @@ impl Evidence {
     }
 }
 
+/// Largest whole number that reads as a code or a count rather than a measurement.
+const MAX_CODE: i64 = 99;
+
+/// Whether a number, as written in a result, is a measurement: not a small whole number.
+fn is_measurement(text: &str) -> bool {
+    !text.parse::<i64>().is_ok_and(|n| n.abs() <= MAX_CODE)
+}
+
 /// Whether `stated` is `fact`, or `fact` rounded to 0–4 decimals.
 fn same_number(stated: f64, fact: f64) -> bool {
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
@@ -163,8 +180,25 @@ mod tests {
             facts,
             ["12:00", "2026-01-15T12:00:00+00:00", "Europe/London"]
         );
-        let n = Evidence::new([&json!({"t": 24.3, "w": "24.3", "c": "Kenya"})], "x");
-        assert_eq!(n.facts(), ["24.3", "Kenya"]);
+        let n = Evidence::new([&json!({"t": 24, "w": "24", "c": "Kenya"})], "x");
+        assert_eq!(n.facts(), ["24", "Kenya"]);
+    }
+
+    #[test]
+    fn a_result_with_measurements_is_stated_by_one_of_them() {
+        let weather = json!({"city": "London", "temperature_c": 7.3, "wind_speed_kmh": 18.4,
+                             "code": 3, "conditions": "overcast"});
+        let e = Evidence::new([&weather], "What's the wind speed in London?");
+        assert!(!e.stated_in("Overcast in London."));
+        assert!(!e.stated_in("The code is 3."));
+        assert!(e.stated_in("The wind blows at 18.4 km/h."));
+        assert_eq!(e.facts(), ["7.3", "18.4"]);
+        let labelled = Evidence::new([&json!({"name": "Alice", "age": 30})], "who?");
+        assert!(labelled.stated_in("Alice."));
+        assert!(Evidence::new([&json!(2)], "100 % 7").stated_in("2"));
+        let both = Evidence::new([&weather, &json!({"time": "12:00"})], "x");
+        assert!(both.stated_in("It is 12:00."));
+        assert!(!both.stated_in("It is overcast."));
     }
 
     #[test]

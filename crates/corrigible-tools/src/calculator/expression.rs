@@ -1,10 +1,8 @@
-//! Arithmetic over evalexpr's parse tree, evaluated in `f64` so `/` is real division.
+//! Evaluating an expression in `f64`, so `/` is real division, in the notations people write.
 
-use evalexpr::{DefaultNumericTypes, Node, Operator, Value};
-
-/// The functions an expression may call, as shown to the model.
-pub const FUNCTIONS: &str = "sqrt, cbrt, abs, exp, ln, log10, log2, log(x, base), pow(x, y), \
-     sin, cos, tan, asin, acos, atan, atan2(y, x), hypot(x, y), floor, ceil, round, trunc, min, max";
+use super::functions::FUNCTIONS;
+use super::lexer::{Token, tokens};
+use super::parser;
 
 /// Longest expression accepted, in characters; it also bounds the parser's recursion.
 pub const MAX_EXPRESSION_CHARS: usize = 400;
@@ -64,10 +62,30 @@ pub enum ExpressionError {
     NotFinite,
 }
 
+/// An evaluated expression, with what was left out of the calculation.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Evaluation {
+    /// The value of the expression.
+    pub value: f64,
+    /// The text after an `=`, a claim about the result that was not evaluated (`12 + 3 = 15`).
+    pub claim: Option<String>,
+    /// Unit words and currency signs written after or before numbers, in order, ignored.
+    pub units: Vec<String>,
+}
+
 /// Evaluates an arithmetic expression to a finite number.
 ///
-/// `^` (also written `**`) is right-associative, so `2^3^2` is `2^9`.
+/// `^` (also written `**`) is right-associative, so `2^3^2` is `2^9`. See [`evaluate_noted`]
+/// for the notations accepted.
 pub fn evaluate(expression: &str) -> Result<f64, ExpressionError> {
+    evaluate_noted(expression).map(|e| e.value)
+}
+
+/// Evaluates an expression written in common notation: `×` and `x` for times, `÷` for
+/// division, `15%` for 0.15 and `15% of 40` for 6 (a `%` between two operands is the
+/// remainder), `√2`, `sqrt 16`, units after numbers (`72 km/h`) and currency signs before
+/// them, which are ignored, and a trailing `= claim`, whose left side alone is evaluated.
+pub fn evaluate_noted(expression: &str) -> Result<Evaluation, ExpressionError> {
     if expression.trim().is_empty() {
         return Err(ExpressionError::Empty);
     }
@@ -75,194 +93,31 @@ pub fn evaluate(expression: &str) -> Result<f64, ExpressionError> {
     if length > MAX_EXPRESSION_CHARS {
         return Err(ExpressionError::TooLong(length));
     }
-    let expression = expression.replace("**", "^");
-    let tree = evalexpr::build_operator_tree::<DefaultNumericTypes>(&expression)
-        .map_err(|e| ExpressionError::Parse(e.to_string()))?;
-    let value = eval(&tree)?;
-    if value.is_finite() {
-        Ok(value)
-    } else {
-        Err(ExpressionError::NotFinite)
-    }
-}
-
-fn eval(node: &Node) -> Result<f64, ExpressionError> {
-    let children = node.children();
-    match node.operator() {
-        Operator::RootNode => match children {
-            [] => Err(ExpressionError::Empty),
-            [only] => eval(only),
-            _ => Err(ExpressionError::Tuple),
-        },
-        Operator::Const { value } => number(value),
-        Operator::VariableIdentifierRead { identifier } => constant(identifier),
-        Operator::FunctionIdentifier { identifier } => {
-            let args = arguments(children)?;
-            call(identifier, &args)
+    let all = tokens(expression)?;
+    let (tokens, claim) = match all.iter().position(|t| *t == Token::Equals) {
+        Some(at) => {
+            let claim = expression
+                .split_once('=')
+                .map(|(_, rest)| rest.trim().to_string());
+            (&all[..at], claim)
         }
-        Operator::Tuple => Err(ExpressionError::Tuple),
-        Operator::Neg => Ok(-eval(single(children)?)?),
-        Operator::Exp => power(node),
-        op @ (Operator::Add | Operator::Sub | Operator::Mul | Operator::Div | Operator::Mod) => {
-            let (a, b) = pair(children)?;
-            let (a, b) = (eval(a)?, eval(b)?);
-            match op {
-                Operator::Add => Ok(a + b),
-                Operator::Sub => Ok(a - b),
-                Operator::Mul => Ok(a * b),
-                Operator::Div | Operator::Mod if b == 0.0 => Err(ExpressionError::DivisionByZero(
-                    format!("{} {op} {}", show(a), show(b)),
-                )),
-                Operator::Div => Ok(a / b),
-                _ => Ok(a % b),
-            }
-        }
-        other => Err(ExpressionError::UnsupportedOperator(
-            other.to_string().trim().to_string(),
-        )),
-    }
-}
-
-/// evalexpr parses `a^b^c` as `(a^b)^c`; a parenthesized base is a root node, so a chain
-/// of bare `Exp` nodes down the left side is exactly an unparenthesized `a^b^c`.
-fn power(node: &Node) -> Result<f64, ExpressionError> {
-    let mut exponents = Vec::new();
-    let mut base = node;
-    while matches!(base.operator(), Operator::Exp) {
-        let (left, right) = pair(base.children())?;
-        exponents.push(right);
-        base = left;
-    }
-    let mut exponent: Option<f64> = None;
-    for node in exponents {
-        let value = eval(node)?;
-        exponent = Some(exponent.map_or(value, |upper| value.powf(upper)));
-    }
-    Ok(eval(base)?.powf(exponent.unwrap_or(1.0)))
-}
-
-fn show(x: f64) -> String {
-    if x.fract() == 0.0 && x.abs() < 1e15 {
-        format!("{}", x as i64)
-    } else {
-        x.to_string()
-    }
-}
-
-fn number(value: &Value) -> Result<f64, ExpressionError> {
-    match value {
-        Value::Int(i) => Ok(*i as f64),
-        Value::Float(f) => Ok(*f),
-        other => Err(ExpressionError::NotANumber(other.to_string())),
-    }
-}
-
-fn constant(name: &str) -> Result<f64, ExpressionError> {
-    match name.to_ascii_lowercase().as_str() {
-        "pi" | "math::pi" => Ok(std::f64::consts::PI),
-        "e" | "math::e" => Ok(std::f64::consts::E),
-        _ => Err(ExpressionError::UnknownName(name.to_string())),
-    }
-}
-
-fn single(children: &[Node]) -> Result<&Node, ExpressionError> {
-    match children {
-        [only] => Ok(only),
-        _ => Err(ExpressionError::Parse(
-            "an operator is missing an operand".into(),
-        )),
-    }
-}
-
-fn pair(children: &[Node]) -> Result<(&Node, &Node), ExpressionError> {
-    match children {
-        [a, b] => Ok((a, b)),
-        _ => Err(ExpressionError::Parse(
-            "an operator is missing an operand".into(),
-        )),
-    }
-}
-
-/// The arguments of a call: `f(x)`, `f(x, y)` (a tuple under a root node) or `f()`.
-fn arguments(children: &[Node]) -> Result<Vec<f64>, ExpressionError> {
-    let mut node = match children {
-        [] => return Ok(Vec::new()),
-        [only] => only,
-        _ => return Err(ExpressionError::Parse("malformed function call".into())),
+        None => (&all[..], None),
     };
-    while matches!(node.operator(), Operator::RootNode) {
-        match node.children() {
-            [] => return Ok(Vec::new()),
-            [only] => node = only,
-            _ => return Err(ExpressionError::Parse("malformed function call".into())),
-        }
+    if tokens.is_empty() {
+        return Err(ExpressionError::Parse(
+            "nothing to calculate before `=`".to_string(),
+        ));
     }
-    if matches!(node.operator(), Operator::Tuple) {
-        node.children().iter().map(eval).collect()
-    } else {
-        Ok(vec![eval(node)?])
+    let mut units = Vec::new();
+    let value = parser::evaluate(tokens, &mut units)?;
+    if !value.is_finite() {
+        return Err(ExpressionError::NotFinite);
     }
-}
-
-fn call(identifier: &str, args: &[f64]) -> Result<f64, ExpressionError> {
-    let name = identifier
-        .strip_prefix("math::")
-        .unwrap_or(identifier)
-        .to_ascii_lowercase();
-    let arity = |expected: &'static str| ExpressionError::Arity {
-        name: name.clone(),
-        expected,
-        got: args.len(),
-    };
-    let unary: Option<fn(f64) -> f64> = match name.as_str() {
-        "sqrt" => Some(f64::sqrt),
-        "cbrt" => Some(f64::cbrt),
-        "abs" => Some(f64::abs),
-        "exp" => Some(f64::exp),
-        "ln" => Some(f64::ln),
-        "log10" => Some(f64::log10),
-        "log2" => Some(f64::log2),
-        "sin" => Some(f64::sin),
-        "cos" => Some(f64::cos),
-        "tan" => Some(f64::tan),
-        "asin" => Some(f64::asin),
-        "acos" => Some(f64::acos),
-        "atan" => Some(f64::atan),
-        "floor" => Some(f64::floor),
-        "ceil" => Some(f64::ceil),
-        "round" => Some(f64::round),
-        "trunc" => Some(f64::trunc),
-        _ => None,
-    };
-    if let Some(f) = unary {
-        return match args {
-            [x] => Ok(f(*x)),
-            _ => Err(arity("one argument")),
-        };
-    }
-    let binary: Option<fn(f64, f64) -> f64> = match name.as_str() {
-        "log" => Some(f64::log),
-        "pow" => Some(f64::powf),
-        "atan2" => Some(f64::atan2),
-        "hypot" => Some(f64::hypot),
-        _ => None,
-    };
-    if let Some(f) = binary {
-        return match args {
-            [x, y] => Ok(f(*x, *y)),
-            [_] if name == "log" => Err(ExpressionError::LogWithoutBase),
-            _ => Err(arity("two arguments")),
-        };
-    }
-    let fold: fn(f64, f64) -> f64 = match name.as_str() {
-        "min" => f64::min,
-        "max" => f64::max,
-        _ => return Err(ExpressionError::UnknownFunction(identifier.to_string())),
-    };
-    match args.split_first() {
-        Some((first, rest)) => Ok(rest.iter().copied().fold(*first, fold)),
-        None => Err(arity("at least one argument")),
-    }
+    Ok(Evaluation {
+        value,
+        claim,
+        units,
+    })
 }
 
 #[cfg(test)]
@@ -318,5 +173,87 @@ mod tests {
         ));
         assert!(matches!(evaluate("2*(3+"), Err(ExpressionError::Parse(_))));
         assert_eq!(evaluate("1, 2"), Err(ExpressionError::Tuple));
+    }
+
+    #[test]
+    fn percent_and_remainder() {
+        assert_eq!(evaluate("15%"), Ok(0.15));
+        assert_eq!(evaluate("45% of 360"), Ok(162.0));
+        assert_eq!(evaluate("45% of 360 + 12"), Ok(174.0));
+        assert_eq!(evaluate("7.5 % of 640"), Ok(48.0));
+        assert_eq!(evaluate("40 * (100% - 15%)"), Ok(34.0));
+        assert_eq!(evaluate("100 % 7"), Ok(2.0));
+        assert_eq!(evaluate("100%7"), Ok(2.0));
+        assert_eq!(evaluate("100 % (3 + 4)"), Ok(2.0));
+    }
+
+    #[test]
+    fn times_and_division_signs() {
+        assert_eq!(evaluate("0.45 x 360"), Ok(162.0));
+        assert_eq!(evaluate("3 X 4"), Ok(12.0));
+        assert_eq!(evaluate("48 × 12"), Ok(576.0));
+        assert_eq!(evaluate("1024 ÷ 16"), Ok(64.0));
+        assert_eq!(evaluate("17 − 5 · 3"), Ok(2.0));
+    }
+
+    #[test]
+    fn roots_without_parentheses() {
+        assert_eq!(evaluate("√1764"), Ok(42.0));
+        assert_eq!(evaluate("sqrt 1764"), Ok(42.0));
+        assert_eq!(evaluate("sqrt(9^2 + 12^2)"), Ok(15.0));
+        assert_eq!(evaluate("2 * π"), Ok(std::f64::consts::TAU));
+    }
+
+    #[test]
+    fn a_trailing_claim_is_left_out() {
+        let e = evaluate_noted("12 + 3 + 4 = 18").unwrap();
+        assert_eq!((e.value, e.claim.as_deref()), (19.0, Some("18")));
+        let e = evaluate_noted("45% of 360 = 0.45 x 360 = 180").unwrap();
+        assert_eq!(e.value, 162.0);
+        assert_eq!(e.claim.as_deref(), Some("0.45 x 360 = 180"));
+        assert_eq!(evaluate_noted("2 + 2").unwrap().claim, None);
+        assert!(matches!(evaluate("= 4"), Err(ExpressionError::Parse(_))));
+        assert!(matches!(
+            evaluate("1 == 1"),
+            Err(ExpressionError::UnsupportedOperator(_))
+        ));
+    }
+
+    #[test]
+    fn units_and_currency_are_ignored_and_noted() {
+        let e = evaluate_noted("72 km/h * 2.5 h").unwrap();
+        assert_eq!(e.value, 180.0);
+        assert_eq!(e.units, ["km/h", "h"]);
+        let e = evaluate_noted("342 km / 38 l").unwrap();
+        assert_eq!((e.value, e.units.len()), (9.0, 2));
+        let e = evaluate_noted("$40 - $6").unwrap();
+        assert_eq!((e.value, e.units.clone()), (34.0, vec!["$".to_string()]));
+        assert_eq!(evaluate("192.5 km"), Ok(192.5));
+        assert_eq!(evaluate("212 °F"), Ok(212.0));
+        assert!(evaluate_noted("2 * 3").unwrap().units.is_empty());
+    }
+
+    #[test]
+    fn what_stays_invalid_says_why() {
+        assert!(matches!(evaluate("2 pi"), Err(ExpressionError::Parse(m)) if m.contains("`pi`")));
+        assert!(
+            matches!(evaluate("2 3"), Err(ExpressionError::Parse(m)) if m.contains("operator is missing"))
+        );
+        assert!(
+            matches!(evaluate("(1 + 2"), Err(ExpressionError::Parse(m)) if m.contains("never closed"))
+        );
+        assert!(
+            matches!(evaluate("1 + 2)"), Err(ExpressionError::Parse(m)) if m.contains("no matching"))
+        );
+        assert!(matches!(evaluate("15 x"), Err(ExpressionError::Parse(_))));
+        assert!(matches!(evaluate("$"), Err(ExpressionError::Parse(_))));
+        assert!(matches!(
+            evaluate("'abc'"),
+            Err(ExpressionError::NotANumber(_))
+        ));
+        assert_eq!(
+            evaluate("half of 10"),
+            Err(ExpressionError::UnknownName("half".into()))
+        );
     }
 }

@@ -1,14 +1,18 @@
 //! The `calculator` tool: an arithmetic expression in, a JSON number out.
 
 mod expression;
+mod functions;
+mod lexer;
+mod parser;
 
 use async_trait::async_trait;
 use corrigible::{ToolContext, ToolOutcome, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
-use serde_json::Value;
+use serde_json::{Value, json};
 
-pub use expression::{ExpressionError, FUNCTIONS, MAX_EXPRESSION_CHARS, evaluate};
+pub use expression::{Evaluation, ExpressionError, MAX_EXPRESSION_CHARS, evaluate, evaluate_noted};
+pub use functions::FUNCTIONS;
 
 /// The calculator tool's name.
 pub const CALCULATOR: &str = "calculator";
@@ -17,15 +21,18 @@ pub const CALCULATOR: &str = "calculator";
 #[derive(Debug, Clone, PartialEq, Eq, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CalculatorInput {
-    /// An arithmetic expression such as `2*(3+4)`: numbers, + - * / % ^, parentheses,
-    /// the constants pi and e, and functions such as sqrt, abs, round, min, max.
+    /// An arithmetic expression such as `2*(3+4)`: numbers, + - * / ^, `15%` and
+    /// `15% of 40`, parentheses, the constants pi and e, and functions such as sqrt, abs,
+    /// round, min, max.
     pub expression: String,
 }
 
 /// Evaluates arithmetic expressions; `/` is real division (`7/2` is `3.5`).
 ///
-/// The result is a plain JSON number, an integer when it is whole. A malformed expression,
-/// a division by zero or a non-finite result is a [`ToolOutcome::Retry`] saying what to fix.
+/// The result is a plain JSON number, an integer when it is whole; when units or a trailing
+/// `= claim` were left out of the calculation, it is `{"result": number, "note": "…"}` saying
+/// so. A malformed expression, a division by zero or a non-finite result is a
+/// [`ToolOutcome::Retry`] saying what to fix.
 #[derive(Debug, Clone, Copy, Default)]
 pub struct Calculator;
 
@@ -38,17 +45,40 @@ impl TypedTool for Calculator {
     }
 
     fn description(&self) -> &str {
-        "Evaluates an arithmetic expression and returns the number. Supports + - * / % ^ \
-         (power), parentheses, unary minus, the constants pi and e, and the functions sqrt, \
-         cbrt, abs, exp, ln, log10, log2, log(x, base), pow, sin, cos, tan (radians), floor, \
-         ceil, round, min and max."
+        "Evaluates an arithmetic expression and returns the number. Supports + - * / ^ \
+         (power), % (remainder between two numbers; 15% is 0.15, 15% of 40 is 6), × and ÷, \
+         parentheses, unary minus, the constants pi and e, and the functions sqrt, cbrt, abs, \
+         exp, ln, log10, log2, log(x, base), pow, sin, cos, tan (radians), floor, ceil, round, \
+         min and max."
     }
 
     async fn call(&self, input: CalculatorInput, _ctx: &ToolContext) -> ToolOutcome {
-        match evaluate(&input.expression) {
-            Ok(value) => ToolOutcome::Ok(to_json_number(value)),
+        match evaluate_noted(&input.expression) {
+            Ok(evaluation) => ToolOutcome::Ok(result(&evaluation)),
             Err(e) => ToolOutcome::Retry(e.to_string()),
         }
+    }
+}
+
+/// The tool's output: the number, or the number with a note on what was left out.
+fn result(evaluation: &Evaluation) -> Value {
+    let mut notes = Vec::new();
+    if evaluation.claim.is_some() {
+        notes.push(
+            "the claim after `=` was not checked: this is the value of the left side".to_string(),
+        );
+    }
+    if !evaluation.units.is_empty() {
+        notes.push(format!(
+            "units ignored ({}): the numbers were used as written",
+            evaluation.units.join(", ")
+        ));
+    }
+    let value = to_json_number(evaluation.value);
+    if notes.is_empty() {
+        value
+    } else {
+        json!({"result": value, "note": notes.join("; ")})
     }
 }
 
@@ -70,8 +100,6 @@ pub fn to_json_number(value: f64) -> Value {
 
 #[cfg(test)]
 mod tests {
-    use serde_json::json;
-
     use super::*;
 
     #[test]

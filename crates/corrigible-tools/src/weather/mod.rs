@@ -32,7 +32,7 @@ pub struct WeatherInput {
     pub city: String,
 }
 
-/// Current conditions in a city, as the `weather` tool returns them.
+/// Current conditions in a city, in full; the tool gives the model its [`WeatherAnswer`].
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct WeatherReport {
     /// The city as the geocoding API names it.
@@ -53,6 +53,34 @@ pub struct WeatherReport {
     pub conditions: String,
     /// Time of the observation, local to the city (ISO 8601, with offset when known).
     pub time: String,
+}
+
+/// What the `weather` tool returns to the model: only the values a question about the
+/// weather asks for, named plainly (no coordinates, WMO code or observation time).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct WeatherAnswer {
+    /// The city as the geocoding API names it.
+    pub city: String,
+    /// Its country, when known.
+    pub country: Option<String>,
+    /// Air temperature at 2 m, °C.
+    pub temperature_c: f64,
+    /// Wind speed at 10 m, km/h.
+    pub wind_speed_kmh: f64,
+    /// The conditions in words, e.g. `partly cloudy`.
+    pub conditions: String,
+}
+
+impl From<WeatherReport> for WeatherAnswer {
+    fn from(report: WeatherReport) -> Self {
+        Self {
+            city: report.city,
+            country: report.country,
+            temperature_c: report.temperature_c,
+            wind_speed_kmh: report.wind_speed_kmh,
+            conditions: report.conditions,
+        }
+    }
 }
 
 /// Looks up current weather with the Open-Meteo geocoding and forecast APIs.
@@ -176,7 +204,7 @@ impl TypedTool for WeatherTool {
 
     async fn call(&self, input: WeatherInput, _ctx: &ToolContext) -> ToolOutcome {
         match self.current(&input.city).await {
-            Ok(report) => ToolOutcome::ok(report),
+            Ok(report) => ToolOutcome::ok(WeatherAnswer::from(report)),
             Err(e) => e.into(),
         }
     }
