@@ -48,13 +48,10 @@ impl Embeddings {
             }
             let found = match self {
                 Embeddings::Tied => output.dequantize_row(t, row),
-                Embeddings::Table { values, .. } => match values.get(t * width..(t + 1) * width) {
-                    Some(src) => {
-                        row.copy_from_slice(src);
-                        true
-                    }
-                    None => false,
-                },
+                Embeddings::Table { values, .. } => values
+                    .get(t * width..(t + 1) * width)
+                    .map(|src| row.copy_from_slice(src))
+                    .is_some(),
             };
             if !found {
                 candle_core::bail!("no embedding of width {width} for token {token}");

@@ -103,8 +103,7 @@ impl Pool {
     }
 
     fn solo(&self) -> bool {
-        let until = self.solo_until.load(Ordering::Relaxed);
-        until != 0 && self.now() < until
+        self.now() < self.solo_until.load(Ordering::Relaxed)
     }
 
     fn go_solo(&self) {
