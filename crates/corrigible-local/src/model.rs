@@ -9,9 +9,10 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use candle_core::Device;
 use candle_core::quantized::gguf_file;
+use corrigible::decision::with_grounds;
 use corrigible::{
-    Allowed, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol,
-    Usage,
+    Allowed, Category, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest,
+    Protocol, Usage,
 };
 use serde_json::Value;
 
@@ -265,7 +266,8 @@ impl Inner {
         let prompt = self.template.render(&request.messages)?;
         let tokens = self.tokenizer.encode(&prompt)?;
         let Some(correction) = &request.correction else {
-            let schema = constraint_schema(&request.tools, constrain, self.caps());
+            let tools = with_grounds(&request.tools, &request.grounds, false);
+            let schema = constraint_schema(&tools, constrain, self.caps());
             let generation = self.generate_tokens(&tokens, schema.as_ref())?;
             let text = self.tokenizer.decode(&generation.tokens)?;
             return Ok(reply(
@@ -292,8 +294,10 @@ impl Inner {
         let mut plan = CorrectionDecoding::new(&self.config, correction);
         let mut output_tokens = 0;
         let mut greedy_repeat = None;
+        let hold_numbers = correction.category == Category::UngroundedArgument;
+        let tools = with_grounds(&request.tools, &request.grounds, hold_numbers);
         loop {
-            let schema = narrowed_schema(&request.tools, constrain, &allowed, self.caps());
+            let schema = narrowed_schema(&tools, constrain, &allowed, self.caps());
             let greedy = matches!(plan.sampler(), Sampler::Greedy);
             let generation = self.generate_with(tokens, Some(&schema), plan.sampler(), None)?;
             output_tokens += generation.tokens.len();

@@ -8,6 +8,7 @@ fn request() -> ModelRequest {
         tools: Vec::new(),
         protocol: Protocol::Json,
         correction: None,
+        grounds: Default::default(),
     }
 }
 

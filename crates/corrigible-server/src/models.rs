@@ -111,6 +111,7 @@ mod tests {
             tools: Vec::new(),
             protocol: Protocol::Json,
             correction: None,
+            grounds: Default::default(),
         };
         let calls: Vec<_> = (0..6)
             .map(|_| {

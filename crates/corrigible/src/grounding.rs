@@ -50,85 +50,143 @@ impl std::str::FromStr for Grounding {
 /// that the user's request does not already contain. A result that holds measurements
 /// (numbers other than small whole ones, which are mostly codes and counts) offers only
 /// those: `{"temperature_c": 7.3, "conditions": "overcast"}` is answered by its `7.3`.
+///
+/// A fact is *asked for* when a word of its key is a word of the request (`wind speed` asks
+/// for `wind_speed_kmh`, `windier` for `wind`). When some fact is asked for, only those
+/// state the result.
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
-    numbers: Vec<(f64, String)>,
-    strings: Vec<String>,
+    facts: Vec<Fact>,
 }
+
+/// One fact of a result.
+#[derive(Debug, Clone, PartialEq)]
+struct Fact {
+    /// As written in the result.
+    text: String,
+    /// Its value, for a number.
+    number: Option<f64>,
+    /// Whether the request asks for it by its key.
+    asked: bool,
+    /// Whether it is the first fact of its result.
+    headline: bool,
+}
+
+/// Shortest word of a key that can match a word of the request (`c` of `temperature_c` is
+/// a unit, not a subject).
+const MIN_KEY_WORD_CHARS: usize = 4;
 
 impl Evidence {
     /// The facts of `results` for an answer to `request`.
     pub fn new<'a>(results: impl IntoIterator<Item = &'a Value>, request: &str) -> Self {
-        let mut evidence = Evidence::default();
-        let request = request.to_lowercase();
+        let lower = request.to_lowercase();
+        let words: Vec<&str> = lower
+            .split(|c: char| !c.is_alphanumeric())
+            .filter(|w| !w.is_empty())
+            .collect();
+        let mut facts = Vec::new();
         for result in results {
-            let mut facts = Evidence::default();
-            facts.collect(result, &request);
-            if facts.numbers.iter().any(|(_, text)| is_measurement(text)) {
-                facts.numbers.retain(|(_, text)| is_measurement(text));
-                facts.strings.clear();
+            let mut found = Vec::new();
+            collect(result, "", &lower, &words, &mut found);
+            if found
+                .iter()
+                .any(|f: &Fact| f.number.is_some() && is_measurement(&f.text))
+            {
+                found.retain(|f| f.number.is_some() && is_measurement(&f.text));
             }
-            evidence.numbers.append(&mut facts.numbers);
-            evidence.strings.append(&mut facts.strings);
-        }
-        evidence
-    }
-
-    fn collect(&mut self, value: &Value, request: &str) {
-        match value {
-            Value::Number(n) => self.numbers.extend(n.as_f64().map(|v| (v, n.to_string()))),
-            Value::String(s) => {
-                let s = s.trim();
-                if let Ok(n) = s.parse::<f64>() {
-                    self.numbers.push((n, s.to_string()));
-                } else if (2..=MAX_FACT_CHARS).contains(&s.chars().count())
-                    && !request.contains(&s.to_lowercase())
-                {
-                    self.strings.push(s.to_string());
-                }
+            if let Some(first) = found.first_mut() {
+                first.headline = true;
             }
-            Value::Array(items) => items.iter().for_each(|v| self.collect(v, request)),
-            Value::Object(map) => map.values().for_each(|v| self.collect(v, request)),
-            Value::Bool(_) | Value::Null => {}
+            facts.append(&mut found);
         }
+        Evidence { facts }
     }
 
     /// Whether there is no fact to look for.
     pub fn is_empty(&self) -> bool {
-        self.numbers.is_empty() && self.strings.is_empty()
+        self.facts.is_empty()
     }
 
-    /// Whether `answer` states one of the facts: a string (case ignored), or a number, exactly
-    /// or rounded to fewer decimals.
+    /// The facts that state the results: those asked for, or all when none is.
+    fn wanted(&self) -> impl Iterator<Item = &Fact> {
+        let asked = self.facts.iter().any(|f| f.asked);
+        self.facts.iter().filter(move |f| f.asked || !asked)
+    }
+
+    /// Whether `answer` states one of the facts (of those asked for, when some are): a string
+    /// (case ignored), or a number, exactly or rounded to fewer decimals.
     pub fn stated_in(&self, answer: &str) -> bool {
         let lower = answer.to_lowercase();
-        if self
-            .strings
-            .iter()
-            .any(|s| lower.contains(&s.to_lowercase()))
-        {
-            return true;
-        }
         let stated = numbers_in(answer);
-        self.numbers
-            .iter()
-            .any(|(fact, _)| stated.iter().any(|n| same_number(*n, *fact)))
+        self.wanted().any(|fact| match fact.number {
+            Some(value) => stated.iter().any(|n| same_number(*n, value)),
+            None => lower.contains(&fact.text.to_lowercase()),
+        })
     }
 
-    /// The facts as written in the results, numbers first, without repeats.
+    /// The facts a correction narrows an answer to, as written in the results and without
+    /// repeats, numbers first: those asked for; when none is, of results with measurements their first one.
     pub fn facts(&self) -> Vec<String> {
-        let mut out: Vec<String> = Vec::new();
-        for fact in self
-            .numbers
+        let asked = self.facts.iter().any(|f| f.asked);
+        let measured = self
+            .facts
             .iter()
-            .map(|(_, text)| text)
-            .chain(&self.strings)
-        {
-            if !out.contains(fact) {
-                out.push(fact.clone());
+            .any(|f| f.number.is_some() && is_measurement(&f.text));
+        let mut out: Vec<String> = Vec::new();
+        let numbers_first = self
+            .facts
+            .iter()
+            .filter(|f| f.number.is_some())
+            .chain(self.facts.iter().filter(|f| f.number.is_none()));
+        for fact in numbers_first {
+            let keep = if asked {
+                fact.asked
+            } else {
+                !measured || fact.headline || !is_measurement(&fact.text)
+            };
+            if keep && !out.contains(&fact.text) {
+                out.push(fact.text.clone());
             }
         }
         out
+    }
+}
+
+fn collect(value: &Value, key: &str, request: &str, words: &[&str], out: &mut Vec<Fact>) {
+    let asked = key
+        .split(|c: char| !c.is_alphanumeric())
+        .filter(|k| k.chars().count() >= MIN_KEY_WORD_CHARS)
+        .any(|k| {
+            let k = k.to_lowercase();
+            words
+                .iter()
+                .any(|w| w.starts_with(&k) || k.starts_with(*w) && w.len() >= MIN_KEY_WORD_CHARS)
+        });
+    let fact = |text: String, number: Option<f64>| Fact {
+        text,
+        number,
+        asked,
+        headline: false,
+    };
+    match value {
+        Value::Number(n) => out.extend(n.as_f64().map(|v| fact(n.to_string(), Some(v)))),
+        Value::String(s) => {
+            let s = s.trim();
+            if let Ok(n) = s.parse::<f64>() {
+                out.push(fact(s.to_string(), Some(n)));
+            } else if (2..=MAX_FACT_CHARS).contains(&s.chars().count())
+                && !request.contains(&s.to_lowercase())
+            {
+                out.push(fact(s.to_string(), None));
+            }
+        }
+        Value::Array(items) => items
+            .iter()
+            .for_each(|v| collect(v, key, request, words, out)),
+        Value::Object(map) => map
+            .iter()
+            .for_each(|(k, v)| collect(v, k, request, words, out)),
+        Value::Bool(_) | Value::Null => {}
     }
 }
 
@@ -192,7 +250,19 @@ mod tests {
         assert!(!e.stated_in("Overcast in London."));
         assert!(!e.stated_in("The code is 3."));
         assert!(e.stated_in("The wind blows at 18.4 km/h."));
-        assert_eq!(e.facts(), ["7.3", "18.4"]);
+        assert!(
+            !e.stated_in("It is 7.3 °C."),
+            "the wind speed was asked for"
+        );
+        assert_eq!(e.facts(), ["18.4"]);
+        let warm = Evidence::new([&weather], "How warm is it in London?");
+        assert!(
+            warm.stated_in("It is 18.4."),
+            "nothing asked for: any measurement"
+        );
+        assert_eq!(warm.facts(), ["7.3"], "the headline measurement");
+        let windier = Evidence::new([&weather], "Which is windier, London or Paris?");
+        assert_eq!(windier.facts(), ["18.4"]);
         let labelled = Evidence::new([&json!({"name": "Alice", "age": 30})], "who?");
         assert!(labelled.stated_in("Alice."));
         assert!(Evidence::new([&json!(2)], "100 % 7").stated_in("2"));

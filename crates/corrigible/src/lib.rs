@@ -20,6 +20,7 @@ pub mod narrowing;
 pub mod numbers;
 pub mod policy;
 pub mod prompt;
+pub mod provenance;
 pub mod rejection;
 pub mod repair;
 pub mod stage;
@@ -36,6 +37,7 @@ pub use model::{
 };
 pub use narrowing::Allowed;
 pub use policy::{Limits, Policy, ToolPolicy};
+pub use provenance::{GroundedArgument, Provenance};
 pub use rejection::{Category, Rejection};
 pub use stage::Stage;
 pub use tool::{Tool, ToolContext, ToolOutcome, ToolRegistry, TypedTool};

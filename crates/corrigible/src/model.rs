@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use crate::message::{Message, ToolCall};
+use crate::provenance::{GroundedArgument, Grounds};
 use crate::rejection::Category;
 use crate::stage::Stage;
 
@@ -44,6 +45,9 @@ pub struct ToolSpec {
     pub description: String,
     /// JSON Schema of the tool's input object.
     pub parameters: Value,
+    /// Arguments whose values must come from the request or a tool result.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub grounded: Vec<GroundedArgument>,
 }
 
 /// Tokens spent by one or more model calls.
@@ -103,6 +107,10 @@ pub struct ModelRequest {
     /// Set on correction rounds.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub correction: Option<CorrectionContext>,
+    /// What the tools' grounded arguments may be taken from now (spans of the request, short
+    /// strings and numbers of tool results), for a model that holds them to it while decoding.
+    #[serde(default, skip_serializing_if = "Grounds::is_empty")]
+    pub grounds: Grounds,
 }
 
 /// One reply from a model.

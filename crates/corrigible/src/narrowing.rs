@@ -36,6 +36,8 @@ pub enum Allowed {
     },
     /// An action, or a final answer that admits the request was not fulfilled.
     ActionOrUnsatisfiedFinal,
+    /// An action on any tool, no final answer.
+    ActionOnly,
     /// An action, or a final answer that begins with one of these facts of the tool results.
     FinalStating {
         /// Facts the tools returned, as written in their results.
@@ -54,6 +56,7 @@ impl Allowed {
             Allowed::ActionsExcept { failed } => format!("actions_except({})", failed.len()),
             Allowed::ToolsExcept { tools } => format!("tools_except({})", tools.join(",")),
             Allowed::ActionOrUnsatisfiedFinal => "action_or_unsatisfied_final".into(),
+            Allowed::ActionOnly => "action_only".into(),
             Allowed::FinalStating { facts } => format!("final_stating({})", facts.len()),
             Allowed::FinalOnly => "final_only".into(),
         }
@@ -73,6 +76,7 @@ impl Allowed {
                 .iter()
                 .any(|fact| f.summary.starts_with(fact.as_str())),
             (Allowed::FinalOnly, Decision::Action(_)) => false,
+            (Allowed::ActionOnly, Decision::Final(_)) => false,
             (_, Decision::Final(_)) | (_, Decision::Action(_)) => true,
         }
     }
@@ -109,7 +113,9 @@ impl CorrectionContext {
     ///
     /// After `invalid_tool_input`: that tool or a final answer. After `repeated_failed_action`:
     /// any action but the failed ones, and after a second one in the same slot, only a final
-    /// answer. After `ungrounded_final`: an action or an unsatisfied final. After
+    /// answer. After `ungrounded_final`: an action or an unsatisfied final. After `ungrounded_argument`
+    /// in the first round: an action (the same tool with values from the conversation, or
+    /// another tool that finds the missing value), later also an unsatisfied final. After
     /// `unstated_result`: an action, or a final that begins with a fact. Otherwise: any
     /// decision of the contract (so free decoding becomes at least envelope-constrained).
     pub fn allowed(&self) -> Allowed {
@@ -118,6 +124,8 @@ impl CorrectionContext {
         }
         match (self.category, &self.tool) {
             (Category::InvalidToolInput, Some(tool)) => Allowed::ToolOrFinal { tool: tool.clone() },
+            (Category::UngroundedArgument, _) if self.round == 1 => Allowed::ActionOnly,
+            (Category::UngroundedArgument, _) => Allowed::ActionOrUnsatisfiedFinal,
             (Category::RepeatedFailedAction, _) => Allowed::ActionsExcept {
                 failed: self.failed_actions.clone(),
             },

@@ -111,6 +111,7 @@ mod tests {
             name: "calculator".into(),
             description: "Evaluates arithmetic.".into(),
             parameters: json!({"type": "object"}),
+            grounded: Vec::new(),
         }];
         let text = SystemPrompt::default()
             .render(Protocol::Json, &tools, None)

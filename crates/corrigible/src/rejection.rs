@@ -25,6 +25,9 @@ pub enum Category {
     /// `satisfied: true` while the tools returned facts (numbers, short strings) and the
     /// answer states none of them.
     UnstatedResult,
+    /// An action whose grounded argument (a copied string, or the numbers of an expression) is
+    /// found in neither the request nor a tool result.
+    UngroundedArgument,
     /// An output validator refused the final answer.
     OutputRejected,
     /// The tool returned `Retry`.
@@ -37,7 +40,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 12] = [
+    pub const ALL: [Category; 13] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
@@ -46,6 +49,7 @@ impl Category {
         Category::RepeatedFailedAction,
         Category::UngroundedFinal,
         Category::UnstatedResult,
+        Category::UngroundedArgument,
         Category::OutputRejected,
         Category::ToolRejected,
         Category::ToolFailed,
@@ -63,6 +67,7 @@ impl Category {
             Category::RepeatedFailedAction => "repeated_failed_action",
             Category::UngroundedFinal => "ungrounded_final",
             Category::UnstatedResult => "unstated_result",
+            Category::UngroundedArgument => "ungrounded_argument",
             Category::OutputRejected => "output_rejected",
             Category::ToolRejected => "tool_rejected",
             Category::ToolFailed => "tool_failed",
@@ -82,6 +87,7 @@ impl Category {
                 | Category::RepeatedFailedAction
                 | Category::UngroundedFinal
                 | Category::UnstatedResult
+                | Category::UngroundedArgument
         )
     }
 }

@@ -175,6 +175,7 @@ mod tests {
                 "properties": {"expression": {"type": "string"}},
                 "required": ["expression"]
             }),
+            grounded: Vec::new(),
         }
     }
 

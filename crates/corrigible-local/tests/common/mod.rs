@@ -49,6 +49,7 @@ pub fn tools() -> Vec<ToolSpec> {
                 "properties": {"expression": {"type": "string", "description": "e.g. 2*(3+4)"}},
                 "required": ["expression"]
             }),
+            grounded: Vec::new(),
         },
         ToolSpec {
             name: "time".into(),
@@ -58,6 +59,7 @@ pub fn tools() -> Vec<ToolSpec> {
                 "properties": {"timezone": {"type": "string", "description": "IANA name, e.g. Europe/Paris"}},
                 "required": ["timezone"]
             }),
+            grounded: Vec::new(),
         },
         ToolSpec {
             name: "weather".into(),
@@ -70,6 +72,7 @@ pub fn tools() -> Vec<ToolSpec> {
                 },
                 "required": ["city"]
             }),
+            grounded: Vec::new(),
         },
     ]
 }
@@ -104,6 +107,7 @@ pub fn request(prompt: &str, tools: Vec<ToolSpec>) -> ModelRequest {
         tools,
         protocol: Protocol::Json,
         correction: None,
+        grounds: Default::default(),
     }
 }
 

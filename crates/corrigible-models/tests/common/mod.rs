@@ -158,6 +158,7 @@ pub fn weather_spec() -> ToolSpec {
             "required": ["city"],
             "additionalProperties": false
         }),
+        grounded: Vec::new(),
     }
 }
 
@@ -172,6 +173,7 @@ pub fn first_request() -> ModelRequest {
         tools: vec![weather_spec(), final_answer_spec()],
         protocol: Protocol::Native,
         correction: None,
+        grounds: Default::default(),
     }
 }
 

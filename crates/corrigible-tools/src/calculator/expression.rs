@@ -182,6 +182,10 @@ mod tests {
         assert_eq!(evaluate("45% of 360 + 12"), Ok(174.0));
         assert_eq!(evaluate("7.5 % of 640"), Ok(48.0));
         assert_eq!(evaluate("40 * (100% - 15%)"), Ok(34.0));
+        assert_eq!(evaluate("40 - 15%"), Ok(34.0));
+        assert_eq!(evaluate("200 + 10%"), Ok(220.0));
+        assert_eq!(evaluate("40 - 15% of 20"), Ok(37.0));
+        assert_eq!(evaluate("40 - 15% * 20"), Ok(37.0));
         assert_eq!(evaluate("100 % 7"), Ok(2.0));
         assert_eq!(evaluate("100%7"), Ok(2.0));
         assert_eq!(evaluate("100 % (3 + 4)"), Ok(2.0));

@@ -6,7 +6,7 @@ mod lexer;
 mod parser;
 
 use async_trait::async_trait;
-use corrigible::{ToolContext, ToolOutcome, TypedTool};
+use corrigible::{GroundedArgument, ToolContext, ToolOutcome, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
@@ -46,10 +46,15 @@ impl TypedTool for Calculator {
 
     fn description(&self) -> &str {
         "Evaluates an arithmetic expression and returns the number. Supports + - * / ^ \
-         (power), % (remainder between two numbers; 15% is 0.15, 15% of 40 is 6), × and ÷, \
+         (power), % (remainder between two numbers; 15% is 0.15, 15% of 40 is 6, 40 - 15% is 34), \
+         × and ÷, \
          parentheses, unary minus, the constants pi and e, and the functions sqrt, cbrt, abs, \
          exp, ln, log10, log2, log(x, base), pow, sin, cos, tan (radians), floor, ceil, round, \
          min and max."
+    }
+
+    fn grounded_arguments(&self) -> Vec<GroundedArgument> {
+        vec![GroundedArgument::numbers("expression")]
     }
 
     async fn call(&self, input: CalculatorInput, _ctx: &ToolContext) -> ToolOutcome {

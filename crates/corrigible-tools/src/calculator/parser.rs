@@ -1,7 +1,7 @@
 //! A recursive-descent parser that evaluates as it parses, in `f64`.
 //!
 //! ```text
-//! expr    := term (('+' | '-') term)*
+//! expr    := term (('+' | '-') term)*                       `a - 15%` is a minus 15% of a
 //! term    := unary (('*' | 'x' | '/' | '%') unary)*       '%' here: an operand follows
 //! unary   := ('-' | '+' | '√') unary | power
 //! power   := postfix ('^' unary)?                          right-associative
@@ -12,6 +12,16 @@
 use super::expression::ExpressionError;
 use super::functions::{call, constant, is_unary};
 use super::lexer::Token;
+
+/// Whether `term` is a percentage alone (`15%`, `$5 %`): added to or taken from a value, it
+/// is that share of the value, as on a calculator's keypad.
+fn is_bare_percent(term: &[Token]) -> bool {
+    let number = match term {
+        [Token::Currency(_), rest @ ..] => rest,
+        rest => rest,
+    };
+    matches!(number, [Token::Number(_), Token::Percent])
+}
 
 /// Evaluates `tokens` (an expression without its `= claim`), noting the units it ignored.
 pub(crate) fn evaluate(tokens: &[Token], units: &mut Vec<String>) -> Result<f64, ExpressionError> {
@@ -55,17 +65,20 @@ impl Parser<'_> {
     fn expr(&mut self) -> Result<f64, ExpressionError> {
         let mut value = self.term()?;
         loop {
-            match self.peek(0) {
-                Some(Token::Plus) => {
-                    self.at += 1;
-                    value += self.term()?;
-                }
-                Some(Token::Minus) => {
-                    self.at += 1;
-                    value -= self.term()?;
-                }
+            let sign = match self.peek(0) {
+                Some(Token::Plus) => 1.0,
+                Some(Token::Minus) => -1.0,
                 _ => return Ok(value),
-            }
+            };
+            self.at += 1;
+            let start = self.at;
+            let term = self.term()?;
+            let change = if is_bare_percent(&self.tokens[start..self.at]) {
+                value * term
+            } else {
+                term
+            };
+            value += sign * change;
         }
     }
 

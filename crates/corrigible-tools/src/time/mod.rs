@@ -5,7 +5,7 @@ mod zones;
 
 use async_trait::async_trait;
 use chrono::{DateTime, Offset, SecondsFormat, Utc};
-use corrigible::{ToolContext, ToolOutcome, TypedTool};
+use corrigible::{GroundedArgument, ToolContext, ToolOutcome, TypedTool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -95,6 +95,10 @@ impl TypedTool for TimeTool {
     fn description(&self) -> &str {
         "Returns the current local time in a city or an IANA time zone (e.g. Mumbai, \
          New York, Europe/London, UTC) as ISO 8601 with the UTC offset."
+    }
+
+    fn grounded_arguments(&self) -> Vec<GroundedArgument> {
+        vec![GroundedArgument::copied("city")]
     }
 
     async fn call(&self, input: TimeInput, _ctx: &ToolContext) -> ToolOutcome {

@@ -8,7 +8,7 @@ mod wmo;
 
 use async_trait::async_trait;
 use chrono::{FixedOffset, NaiveDateTime};
-use corrigible::{ToolContext, ToolOutcome, TypedTool};
+use corrigible::{GroundedArgument, ToolContext, ToolOutcome, TypedTool};
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
@@ -200,6 +200,10 @@ impl TypedTool for WeatherTool {
     fn description(&self) -> &str {
         "Returns the current weather in a city: temperature (°C), wind speed (km/h) and \
          conditions. Give the city name only, e.g. Delhi or New York."
+    }
+
+    fn grounded_arguments(&self) -> Vec<GroundedArgument> {
+        vec![GroundedArgument::copied("city")]
     }
 
     async fn call(&self, input: WeatherInput, _ctx: &ToolContext) -> ToolOutcome {

@@ -13,6 +13,7 @@ use crate::model::{
     CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec,
 };
 use crate::policy::Policy;
+use crate::provenance::Sources;
 use crate::rejection::{Category, Rejection};
 use crate::stage::Stage;
 use crate::tool::ToolRegistry;
@@ -256,6 +257,9 @@ impl<'a> Run<'a> {
             tools: self.specs.clone(),
             protocol: self.agent.protocol,
             correction,
+            grounds: self
+                .sources()
+                .grounds(self.specs.iter().flat_map(|s| &s.grounded)),
         };
         let started = Instant::now();
         let result = self
@@ -280,6 +284,11 @@ impl<'a> Run<'a> {
                 Err(RunError::Model(other))
             }
         }
+    }
+
+    /// What the run's grounded arguments may be taken from now.
+    pub(crate) fn sources(&self) -> Sources {
+        Sources::new(&self.request, self.state.results.iter().map(|(_, v)| v))
     }
 
     /// Parses a reply into decisions and records any local repairs.

@@ -26,6 +26,13 @@ impl Run<'_> {
                     return Err(Rejection::new(Category::InvalidToolInput, message)
                         .with_tool(action.tool.clone()));
                 }
+                let grounded = self.tools.grounded(&action.tool);
+                if !grounded.is_empty()
+                    && let Some(message) = self.sources().check(grounded, &action.input)
+                {
+                    return Err(Rejection::new(Category::UngroundedArgument, message)
+                        .with_tool(action.tool.clone()));
+                }
                 let print = fingerprint(&action.tool, &action.input);
                 if let Some(previous) = self.state.failed.get(&print) {
                     return Err(Rejection::new(

@@ -9,7 +9,7 @@ use serde_json::Value;
 
 pub use normalize::normalize;
 pub use parse::{Parsed, parse_native, parse_text};
-pub use schema::{SchemaMode, allowed_schema, decision_schema, final_answer_spec};
+pub use schema::{SchemaMode, allowed_schema, decision_schema, final_answer_spec, with_grounds};
 
 /// A request to execute one tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

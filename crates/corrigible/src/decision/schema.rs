@@ -2,6 +2,7 @@ use serde_json::{Value, json};
 
 use crate::model::ToolSpec;
 use crate::narrowing::Allowed;
+use crate::provenance::{Grounds, Provenance};
 use crate::tool::FINAL_ANSWER;
 
 /// How much of a decision's shape a JSON Schema pins down.
@@ -65,6 +66,56 @@ pub fn decision_schema(tools: &[ToolSpec], mode: SchemaMode) -> Value {
     json!({"anyOf": branches})
 }
 
+/// `tools` with their grounded arguments held to `grounds`: a `copied` argument to one of the
+/// copies (an `enum`), and, when `hold_numbers`, a `numbers` argument to the conversation's
+/// numbers alone (a `pattern`; single digits when the conversation has none). Measured on the
+/// embedded model, allowing small whole numbers too lets it keep a made-up `100` as `10`.
+/// With nothing to hold to, the tools are unchanged.
+pub fn with_grounds(tools: &[ToolSpec], grounds: &Grounds, hold_numbers: bool) -> Vec<ToolSpec> {
+    let mut tools = tools.to_vec();
+    for tool in &mut tools {
+        for arg in &tool.grounded {
+            let Some(property) = tool
+                .parameters
+                .pointer_mut(&format!("/properties/{}", arg.field))
+                .and_then(Value::as_object_mut)
+            else {
+                continue;
+            };
+            match arg.provenance {
+                Provenance::Copied if !grounds.copies.is_empty() => {
+                    property.insert("enum".into(), json!(grounds.copies));
+                }
+                Provenance::Numbers if hold_numbers => {
+                    property.insert("pattern".into(), json!(numbers_pattern(&grounds.numbers)));
+                }
+                Provenance::Copied | Provenance::Numbers => {}
+            }
+        }
+    }
+    tools
+}
+
+/// Most numbers a held expression may hold.
+const MAX_HELD_NUMBERS: usize = 8;
+
+/// Longest run of characters between two numbers of a held expression.
+const MAX_BETWEEN_NUMBERS: usize = 16;
+
+/// A regex for a string whose numbers are among `numbers` (single digits when there are none),
+/// each one followed by something other than a digit or a point so that two cannot run together.
+fn numbers_pattern(numbers: &[String]) -> String {
+    let mut choices: Vec<String> = numbers.iter().map(|n| regex_escape(n)).collect();
+    if choices.is_empty() {
+        choices.push("[0-9]".into());
+    }
+    let number = format!("(?:{})", choices.join("|"));
+    let gap = "[^0-9.]";
+    format!(
+        "^{gap}{{0,{MAX_BETWEEN_NUMBERS}}}(?:{number}{gap}{{1,{MAX_BETWEEN_NUMBERS}}}){{0,{MAX_HELD_NUMBERS}}}(?:{number}{gap}{{0,{MAX_BETWEEN_NUMBERS}}})?$"
+    )
+}
+
 /// The decision schema narrowed to what a correction round still `allowed`.
 ///
 /// `ToolOrFinal` always gets that tool's exact input schema, whatever `mode`; a tool that is not
@@ -101,6 +152,15 @@ pub fn allowed_schema(tools: &[ToolSpec], mode: SchemaMode, allowed: &Allowed) -
             schema
         }
         Allowed::FinalOnly => json!({"anyOf": [final_branch()]}),
+        Allowed::ActionOnly => {
+            let mut schema = decision_schema(tools, mode);
+            if let Some(branches) = schema["anyOf"].as_array_mut()
+                && branches.len() > 1
+            {
+                branches.pop();
+            }
+            schema
+        }
     }
 }
 
@@ -132,6 +192,7 @@ pub fn final_answer_spec() -> ToolSpec {
             "required": ["satisfied", "final_summary"],
             "additionalProperties": false
         }),
+        grounded: Vec::new(),
     }
 }
 
@@ -146,6 +207,7 @@ mod tests {
                 name: (*name).into(),
                 description: String::new(),
                 parameters: json!({"type": "object", "properties": {"x": {"type": "number"}}}),
+                grounded: Vec::new(),
             })
             .collect()
     }

@@ -9,6 +9,8 @@ mod validation;
 use async_trait::async_trait;
 use serde_json::Value;
 
+use crate::provenance::GroundedArgument;
+
 pub use outcome::ToolOutcome;
 pub use registry::{RegistryError, ToolRegistry};
 pub use typed::{Typed, TypedTool};
@@ -40,6 +42,11 @@ pub trait Tool: Send + Sync {
     /// JSON Schema of the input object; inputs are validated against it before any call.
     fn input_schema(&self) -> Value;
 
+    /// Arguments whose values must come from the request or a tool result, not from the model.
+    fn grounded_arguments(&self) -> Vec<GroundedArgument> {
+        Vec::new()
+    }
+
     /// Whether executing the same call twice is harmless. Non-idempotent tools are never
     /// re-executed automatically after a failure.
     fn idempotent(&self) -> bool {
@@ -62,6 +69,10 @@ impl<T: Tool + ?Sized> Tool for std::sync::Arc<T> {
 
     fn input_schema(&self) -> Value {
         (**self).input_schema()
+    }
+
+    fn grounded_arguments(&self) -> Vec<GroundedArgument> {
+        (**self).grounded_arguments()
     }
 
     fn idempotent(&self) -> bool {

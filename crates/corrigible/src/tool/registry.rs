@@ -4,6 +4,7 @@ use serde_json::Value;
 
 use super::{InputValidator, SchemaError, Tool, Typed, TypedTool};
 use crate::model::ToolSpec;
+use crate::provenance::GroundedArgument;
 
 /// Registering a tool failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -61,6 +62,7 @@ impl ToolRegistry {
             name,
             description: tool.description().to_string(),
             parameters,
+            grounded: tool.grounded_arguments(),
         };
         self.entries.push(Arc::new(Entry {
             tool,
@@ -90,6 +92,11 @@ impl ToolRegistry {
     /// Validates `input` against the schema of `name`; `None` when the tool is unknown.
     pub fn validate(&self, name: &str, input: &Value) -> Option<Result<(), String>> {
         self.entry(name).map(|e| e.validator.validate(input))
+    }
+
+    /// The arguments of `name` that must come from the conversation.
+    pub fn grounded(&self, name: &str) -> &[GroundedArgument] {
+        self.entry(name).map_or(&[], |e| e.spec.grounded.as_slice())
     }
 
     /// The names of the registered tools, in registration order.

@@ -4,6 +4,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{Tool, ToolContext, ToolOutcome};
+use crate::provenance::GroundedArgument;
 
 /// A tool whose input is a Rust type: the schema comes from schemars, the input from serde.
 #[async_trait]
@@ -20,6 +21,11 @@ pub trait TypedTool: Send + Sync + 'static {
     /// Whether executing the same call twice is harmless.
     fn idempotent(&self) -> bool {
         true
+    }
+
+    /// Arguments whose values must come from the request or a tool result, not from the model.
+    fn grounded_arguments(&self) -> Vec<GroundedArgument> {
+        Vec::new()
     }
 
     /// Executes the tool.
@@ -50,6 +56,10 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn idempotent(&self) -> bool {
         self.0.idempotent()
+    }
+
+    fn grounded_arguments(&self) -> Vec<GroundedArgument> {
+        self.0.grounded_arguments()
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {
