@@ -333,3 +333,76 @@ fn unstated_result_allows_a_final_that_begins_with_a_fact() {
         );
     }
 }
+
+/// The calculator as the built-in tool declares it: its expression's numbers are grounded.
+fn grounded_calculator() -> Vec<corrigible::ToolSpec> {
+    let mut tools = common::tools();
+    tools[0].grounded = vec![corrigible::GroundedArgument::numbers("expression")];
+    tools
+}
+
+#[test]
+fn ungrounded_argument_allows_an_action_on_the_conversations_numbers() {
+    let _turn = serial();
+    let Some(model) = common::model() else { return };
+    let prompt = "What is the square root of 1764?";
+    let mut request = common::request(prompt, grounded_calculator());
+    let grounded: Vec<_> = request
+        .tools
+        .iter()
+        .flat_map(|t| t.grounded.clone())
+        .collect();
+    request.grounds = corrigible::provenance::Sources::new(prompt, []).grounds(&grounded);
+    // Recorded from the bench (calc_05): the model's first call made up 176.4.
+    let rejected = r#"{"state":"action","reason":"root","tool":"calculator","tool_input":{"expression":"1764 * 176.4"}}"#;
+    let correction = correction_of(
+        &request,
+        Category::UngroundedArgument,
+        rejected,
+        Some("calculator"),
+        Vec::new(),
+        0,
+    );
+    let reply = ask(model, &correction);
+    assert!(
+        decoding(&reply).contains("narrowed=action_only"),
+        "{}",
+        decoding(&reply)
+    );
+    let corrected = text(&reply);
+    assert_ne!(corrected.trim(), rejected);
+    let Decision::Action(action) = decision(&corrected) else {
+        panic!("only an action is allowed: {corrected}");
+    };
+    if action.tool == "calculator" {
+        let expression = action.input["expression"].as_str().unwrap_or_default();
+        for n in corrigible::numbers::numbers_in(expression) {
+            assert_eq!(
+                n.abs(),
+                1764.0,
+                "{expression} holds only the request's number"
+            );
+        }
+    }
+}
+
+#[test]
+fn a_copied_argument_is_one_of_the_requests_spans() {
+    let _turn = serial();
+    let Some(model) = common::model() else { return };
+    let prompt = "I'm joining a meeting hosted in Tehran. What's the weather there?";
+    let mut request = common::request(prompt, common::tools());
+    request.tools[2].grounded = vec![corrigible::GroundedArgument::copied("city")];
+    let grounded = request.tools[2].grounded.clone();
+    request.grounds = corrigible::provenance::Sources::new(prompt, []).grounds(&grounded);
+    let reply = text(&ask(model, &request));
+    if let Decision::Action(action) = decision(&reply)
+        && action.tool == "weather"
+    {
+        let city = action.input["city"]
+            .as_str()
+            .unwrap_or_default()
+            .to_string();
+        assert!(request.grounds.copies.contains(&city), "{city}: {reply}");
+    }
+}

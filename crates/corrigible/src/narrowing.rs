@@ -202,6 +202,12 @@ mod tests {
         assert_eq!(c.allowed(), Allowed::FinalOnly);
         let c = context(Category::UngroundedFinal, None, 0);
         assert_eq!(c.allowed(), Allowed::ActionOrUnsatisfiedFinal);
+        let mut c = context(Category::UngroundedArgument, Some("calc"), 0);
+        assert_eq!(c.allowed(), Allowed::ActionOnly);
+        assert!(!c.allowed().permits(&answer(false)));
+        assert!(c.allowed().permits(&action("time", json!({}))));
+        c.round = 2;
+        assert_eq!(c.allowed(), Allowed::ActionOrUnsatisfiedFinal);
         for category in [
             Category::UnknownTool,
             Category::InvalidJson,

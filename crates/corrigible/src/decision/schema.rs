@@ -285,4 +285,71 @@ mod tests {
             );
         }
     }
+
+    fn grounded_tools() -> Vec<ToolSpec> {
+        let string = json!({"type": "object", "properties": {"s": {"type": "string"}}});
+        vec![
+            ToolSpec {
+                name: "calc".into(),
+                description: String::new(),
+                parameters: string.clone(),
+                grounded: vec![crate::GroundedArgument::numbers("s")],
+            },
+            ToolSpec {
+                name: "city".into(),
+                description: String::new(),
+                parameters: string,
+                grounded: vec![crate::GroundedArgument::copied("s")],
+            },
+        ]
+    }
+
+    #[test]
+    fn grounds_hold_copied_values_always_and_numbers_on_request() {
+        let grounds = Grounds {
+            copies: vec!["Lima".into(), "Peru".into()],
+            numbers: vec!["1764".into(), "2.5".into()],
+        };
+        let loose = with_grounds(&grounded_tools(), &grounds, false);
+        assert_eq!(loose[0].parameters["properties"]["s"].get("pattern"), None);
+        assert_eq!(
+            loose[1].parameters["properties"]["s"]["enum"],
+            json!(["Lima", "Peru"])
+        );
+        let held = with_grounds(&grounded_tools(), &grounds, true);
+        let pattern = held[0].parameters["properties"]["s"].clone();
+        let validator = jsonschema::validator_for(&pattern).expect("the pattern compiles");
+        for ok in ["sqrt(1764)", "1764 * 2.5", "-1764 / (2.5 + 1764)", "pi"] {
+            assert!(
+                validator.is_valid(&json!(ok)),
+                "{ok} is held to the numbers given"
+            );
+        }
+        for made_up in ["1764 * 176.4", "17640", "1764 / 100", "1764 / 10", "2.55"] {
+            assert!(!validator.is_valid(&json!(made_up)), "{made_up} is not");
+        }
+        let none = with_grounds(&grounded_tools(), &Grounds::default(), true);
+        let digits = jsonschema::validator_for(&none[0].parameters["properties"]["s"]).unwrap();
+        assert!(digits.is_valid(&json!("1 / 8")));
+        assert!(!digits.is_valid(&json!("12 / 8")));
+        assert_eq!(
+            none[1].parameters,
+            grounded_tools()[1].parameters,
+            "no copies, no enum"
+        );
+    }
+
+    #[test]
+    fn action_only_drops_the_final_branch() {
+        let b = branches(&allowed_schema(
+            &tools(),
+            SchemaMode::Full,
+            &Allowed::ActionOnly,
+        ));
+        assert_eq!(b.len(), 2);
+        assert!(
+            b.iter()
+                .all(|b| b["properties"]["state"] == json!({"const": "action"}))
+        );
+    }
 }
