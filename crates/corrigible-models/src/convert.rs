@@ -4,7 +4,7 @@ use std::collections::HashSet;
 use std::sync::atomic::{AtomicU64, Ordering};
 
 use corrigible::tool::FINAL_ANSWER;
-use corrigible::{Allowed, Message, MessageKind, ModelRequest, Protocol, Role};
+use corrigible::{Allowed, Message, MessageKind, ModelRequest, Protocol, Role, ToolSpec};
 use serde_json::{Map, Value, json};
 
 /// The content of the result added for a tool call the conversation never answered.
@@ -87,10 +87,20 @@ fn orphan(result: &Message) -> Message {
     Message::user(result.kind, format!("{what} `{tool}`: {}", result.content))
 }
 
-/// The tool a correction round is narrowed to under the native protocol, from what the
-/// correction still allows ([`corrigible::Allowed`]): the tool whose input was rejected, or
-/// `final_answer` when only a final answer is left (after two repeated failed actions).
-pub(crate) fn forced_tool(request: &ModelRequest) -> Option<&str> {
+/// What a native correction round makes the provider call.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum Forced<'a> {
+    /// This one tool.
+    Tool(&'a str),
+    /// Some tool other than `final_answer`, which the round does not declare.
+    AnyAction,
+}
+
+/// What a correction round is narrowed to under the native protocol, from what the correction
+/// still allows ([`corrigible::Allowed`]): the tool whose input was rejected, `final_answer`
+/// when only a final answer is left (after two repeated failed actions), or any other tool
+/// when only an action is (after an `ungrounded_argument`).
+pub(crate) fn forced(request: &ModelRequest) -> Option<Forced<'_>> {
     let correction = request.correction.as_ref()?;
     if request.protocol != Protocol::Native {
         return None;
@@ -99,9 +109,31 @@ pub(crate) fn forced_tool(request: &ModelRequest) -> Option<&str> {
     let forced = match correction.allowed() {
         Allowed::FinalOnly => FINAL_ANSWER,
         Allowed::ToolOrFinal { tool } => correction.tool.as_deref().filter(|t| *t == tool)?,
+        Allowed::ActionOnly => {
+            let actions = request.tools.iter().any(|t| t.name != FINAL_ANSWER);
+            return actions.then_some(Forced::AnyAction);
+        }
         _ => return None,
     };
-    declared(forced).then_some(forced)
+    declared(forced).then_some(Forced::Tool(forced))
+}
+
+/// The tool a correction round forces, when it forces one.
+pub(crate) fn forced_tool(request: &ModelRequest) -> Option<&str> {
+    match forced(request)? {
+        Forced::Tool(name) => Some(name),
+        Forced::AnyAction => None,
+    }
+}
+
+/// The tools a native request declares: all of them, but `final_answer` when only an action
+/// is allowed.
+pub(crate) fn declared_tools(request: &ModelRequest) -> impl Iterator<Item = &ToolSpec> {
+    let action_only = forced(request) == Some(Forced::AnyAction);
+    request
+        .tools
+        .iter()
+        .filter(move |t| !(action_only && t.name == FINAL_ANSWER))
 }
 
 /// Whether `schema` meets OpenAI's strict mode: every object lists its properties, requires all

@@ -232,7 +232,7 @@ async fn json_protocol_sends_no_tools() {
 #[tokio::test]
 async fn corrections_force_the_tool() {
     let ok = || Canned::ok(message(json!([{"type": "text", "text": "ok"}]), "end_turn"));
-    let server = FakeServer::start(vec![ok(), ok()]).await;
+    let server = FakeServer::start(vec![ok(), ok(), ok()]).await;
     let model = model_for(&server);
     let mut request = history_request();
     let mut correction = CorrectionContext {
@@ -247,6 +247,10 @@ async fn corrections_force_the_tool() {
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();
     correction.repeated_in_slot = 2;
+    request.correction = Some(correction.clone());
+    model.complete(&request).await.unwrap();
+    correction.category = Category::UngroundedArgument;
+    correction.repeated_in_slot = 0;
     request.correction = Some(correction);
     model.complete(&request).await.unwrap();
     let requests = server.requests();
@@ -257,5 +261,17 @@ async fn corrections_force_the_tool() {
     assert_eq!(
         requests[1].body["tool_choice"],
         json!({"type": "tool", "name": "final_answer"})
+    );
+    assert_eq!(requests[2].body["tool_choice"], json!({"type": "any"}));
+    let declared: Vec<&str> = requests[2].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["name"].as_str())
+        .collect();
+    assert_eq!(
+        declared,
+        ["weather"],
+        "an action-only round declares no final_answer"
     );
 }

@@ -274,6 +274,7 @@ async fn corrections_narrow_the_allowed_functions() {
     let server = FakeServer::start(vec![
         Canned::ok(generated(json!([{"text": "a"}]))),
         Canned::ok(generated(json!([{"text": "b"}]))),
+        Canned::ok(generated(json!([{"text": "c"}]))),
     ])
     .await;
     let model = model_for(&server);
@@ -291,6 +292,10 @@ async fn corrections_narrow_the_allowed_functions() {
     model.complete(&request).await.unwrap();
     correction.category = Category::RepeatedFailedAction;
     correction.repeated_in_slot = 2;
+    request.correction = Some(correction.clone());
+    model.complete(&request).await.unwrap();
+    correction.category = Category::UngroundedArgument;
+    correction.repeated_in_slot = 0;
     request.correction = Some(correction);
     model.complete(&request).await.unwrap();
 
@@ -302,5 +307,9 @@ async fn corrections_narrow_the_allowed_functions() {
     assert_eq!(
         requests[1].body["toolConfig"]["functionCallingConfig"]["allowedFunctionNames"],
         json!(["final_answer"])
+    );
+    assert_eq!(
+        requests[2].body["toolConfig"],
+        json!({"functionCallingConfig": {"mode": "ANY", "allowedFunctionNames": ["weather"]}})
     );
 }

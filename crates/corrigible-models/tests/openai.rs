@@ -382,7 +382,7 @@ fn correction(category: Category, tool: Option<&str>, repeated: u32) -> Correcti
 #[tokio::test]
 async fn corrections_narrow_the_tool_choice() {
     let reply = || Canned::ok(tool_calls(&[("call_1", "weather", "{\"city\":\"Delhi\"}")]));
-    let server = FakeServer::start(vec![reply(), reply(), reply()]).await;
+    let server = FakeServer::start(vec![reply(), reply(), reply(), reply()]).await;
     let model = model_for(&server).await;
 
     let mut request = history_request();
@@ -396,6 +396,8 @@ async fn corrections_narrow_the_tool_choice() {
     model.complete(&request).await.unwrap();
     request.correction = Some(correction(Category::InvalidJson, None, 0));
     model.complete(&request).await.unwrap();
+    request.correction = Some(correction(Category::UngroundedArgument, Some("weather"), 0));
+    model.complete(&request).await.unwrap();
 
     let requests = server.requests();
     assert_eq!(
@@ -407,4 +409,16 @@ async fn corrections_narrow_the_tool_choice() {
         json!({"type": "function", "function": {"name": "final_answer"}})
     );
     assert!(requests[2].body.get("tool_choice").is_none());
+    assert_eq!(requests[3].body["tool_choice"], json!("required"));
+    let declared: Vec<&str> = requests[3].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(
+        declared,
+        ["weather"],
+        "an action-only round declares no final_answer"
+    );
 }

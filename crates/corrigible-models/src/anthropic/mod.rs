@@ -9,7 +9,9 @@ use corrigible::{
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
-use crate::convert::{CallIds, answer_every_call, arguments_object, forced_tool};
+use crate::convert::{
+    CallIds, Forced, answer_every_call, arguments_object, declared_tools, forced,
+};
 use crate::error::ModelsError;
 use crate::http::Transport;
 use crate::options::ProviderOptions;
@@ -58,9 +60,7 @@ impl AnthropicModel {
     fn body<'a>(&'a self, request: &'a ModelRequest) -> MessagesRequest<'a> {
         let native = request.protocol == Protocol::Native;
         let tools = if native {
-            request
-                .tools
-                .iter()
+            declared_tools(request)
                 .map(|t| ToolDecl {
                     name: &t.name,
                     description: &t.description,
@@ -77,7 +77,11 @@ impl AnthropicModel {
             system,
             messages,
             tools,
-            tool_choice: forced_tool(request).map(|name| json!({"type": "tool", "name": name})),
+            tool_choice: match forced(request) {
+                Some(Forced::Tool(name)) => Some(json!({"type": "tool", "name": name})),
+                Some(Forced::AnyAction) => Some(json!({"type": "any"})),
+                None => None,
+            },
             temperature: self.options.temperature,
         }
     }

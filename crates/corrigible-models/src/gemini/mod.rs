@@ -12,7 +12,7 @@ use corrigible::{Model, ModelError, ModelReply, ModelRequest, Protocol, ToolCall
 use reqwest::header::HeaderMap;
 use serde_json::Value;
 
-use crate::convert::{CallIds, forced_tool};
+use crate::convert::{CallIds, Forced, declared_tools, forced};
 use crate::error::ModelsError;
 use crate::http::Transport;
 use crate::options::ProviderOptions;
@@ -92,10 +92,13 @@ impl GeminiModel {
         } else {
             Vec::new()
         };
-        let tool_config = forced_tool(request).map(|name| ToolConfig {
+        let tool_config = forced(request).map(|forced| ToolConfig {
             function_calling_config: FunctionCallingConfig {
                 mode: "ANY",
-                allowed_function_names: vec![name.to_string()],
+                allowed_function_names: match forced {
+                    Forced::Tool(name) => vec![name.to_string()],
+                    Forced::AnyAction => declared_tools(request).map(|t| t.name.clone()).collect(),
+                },
             },
         });
         let generation_config = (self.options.temperature.is_some()

@@ -11,7 +11,8 @@ use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::convert::{
-    CallIds, answer_every_call, arguments_object, forced_tool, strict_compatible,
+    self as convert, CallIds, Forced, answer_every_call, arguments_object, declared_tools,
+    forced_tool, strict_compatible,
 };
 use crate::error::ModelsError;
 use crate::http::Transport;
@@ -60,9 +61,7 @@ impl OpenAiModel {
         let native = request.protocol == Protocol::Native;
         let forced = forced_tool(request);
         let tools = if native {
-            request
-                .tools
-                .iter()
+            declared_tools(request)
                 .map(|t| ToolDecl {
                     kind: "function",
                     function: FunctionDecl {
@@ -78,8 +77,13 @@ impl OpenAiModel {
         } else {
             Vec::new()
         };
-        let tool_choice =
-            forced.map(|name| json!({"type": "function", "function": {"name": name}}));
+        let tool_choice = match convert::forced(request) {
+            Some(Forced::Tool(name)) => {
+                Some(json!({"type": "function", "function": {"name": name}}))
+            }
+            Some(Forced::AnyAction) => Some(json!("required")),
+            None => None,
+        };
         ChatRequest {
             model: &self.model,
             messages: answer_every_call(&request.messages)
