@@ -189,6 +189,9 @@ mod tests {
         assert_eq!(evaluate("100 % 7"), Ok(2.0));
         assert_eq!(evaluate("100%7"), Ok(2.0));
         assert_eq!(evaluate("100 % (3 + 4)"), Ok(2.0));
+        assert_eq!(evaluate("100 mod 7"), Ok(2.0));
+        assert_eq!(evaluate("100 remainder 7"), Ok(2.0));
+        assert_eq!(evaluate("100 km mod 7"), Ok(2.0));
     }
 
     #[test]

@@ -2,7 +2,7 @@
 //!
 //! ```text
 //! expr    := term (('+' | '-') term)*                       `a - 15%` is a minus 15% of a
-//! term    := unary (('*' | 'x' | '/' | '%') unary)*       '%' here: an operand follows
+//! term    := unary (('*' | 'x' | '/' | '%' | 'mod') unary)* '%' here: an operand follows
 //! unary   := ('-' | '+' | '√') unary | power
 //! power   := postfix ('^' unary)?                          right-associative
 //! postfix := primary ('%' ('of' unary)?)*                  '%' here: no operand follows
@@ -90,6 +90,7 @@ impl Parser<'_> {
                 Some(Token::Name(x)) if x.eq_ignore_ascii_case("x") => '*',
                 Some(Token::Divide) => '/',
                 Some(Token::Percent) => '%',
+                Some(Token::Name(word)) if is_remainder_word(word) => '%',
                 _ => return Ok(value),
             };
             self.at += 1;
@@ -256,9 +257,17 @@ impl Parser<'_> {
     }
 }
 
+/// Whether `word` names the remainder operator: `100 mod 7`, `100 remainder 7`.
+fn is_remainder_word(word: &str) -> bool {
+    ["mod", "remainder"]
+        .iter()
+        .any(|k| word.eq_ignore_ascii_case(k))
+}
+
 /// Whether `name` may be a unit: not a keyword, a constant or a function.
 fn is_unit(name: &str) -> bool {
     !["of", "x"].iter().any(|k| name.eq_ignore_ascii_case(k))
+        && !is_remainder_word(name)
         && constant(name).is_none()
         && !is_unary(name)
 }
@@ -267,7 +276,9 @@ fn is_unit(name: &str) -> bool {
 fn starts_operand(token: &Token) -> bool {
     match token {
         Token::Number(_) | Token::Open | Token::Root | Token::Currency(_) => true,
-        Token::Name(name) => !["of", "x"].iter().any(|k| name.eq_ignore_ascii_case(k)),
+        Token::Name(name) => {
+            !["of", "x"].iter().any(|k| name.eq_ignore_ascii_case(k)) && !is_remainder_word(name)
+        }
         _ => false,
     }
 }
