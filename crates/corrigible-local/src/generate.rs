@@ -59,10 +59,10 @@ impl Generation {
 /// change that turns a reply into a different one.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Ban {
-    /// The tokens that precede the banned one.
+    /// The tokens that precede the banned ones.
     pub prefix: Vec<u32>,
-    /// The refused token.
-    pub token: u32,
+    /// The refused tokens.
+    pub tokens: Vec<u32>,
 }
 
 /// What the decoding loop needs besides the prompt.
@@ -163,9 +163,12 @@ impl Runner {
             }
             if let Some(ban) = &params.ban
                 && ban.prefix == tokens
-                && let Some(l) = logits.get_mut(ban.token as usize)
             {
-                *l = f32::NEG_INFINITY;
+                for &refused in &ban.tokens {
+                    if let Some(l) = logits.get_mut(refused as usize) {
+                        *l = f32::NEG_INFINITY;
+                    }
+                }
             }
             margins.push(top_margin(&logits));
             let Some(token) = params.sampler.pick(&logits) else {

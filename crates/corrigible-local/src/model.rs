@@ -335,6 +335,22 @@ impl Inner {
         }
     }
 
+    /// The tokens that begin the text of `rest`: `rest[0]` and every other token that spells
+    /// a beginning of the same text (`12` where the reply had `1` then `2`), so that refusing
+    /// them all makes the text differ, not only the tokens.
+    fn spellings(&self, rest: &[u32]) -> Result<Vec<u32>, LocalError> {
+        let text = self.tokenizer.decode(rest)?;
+        let mut tokens: Vec<u32> = rest.first().copied().into_iter().collect();
+        for id in 0..self.tokenizer.vocab_size() {
+            let Ok(id) = u32::try_from(id) else { break };
+            let spelled = self.tokenizer.decode(&[id])?;
+            if !spelled.is_empty() && text.starts_with(&spelled) && !tokens.contains(&id) {
+                tokens.push(id);
+            }
+        }
+        Ok(tokens)
+    }
+
     /// The last resort of a correction round whose every attempt repeated the rejected reply:
     /// the greedy reply again, with its token refused where the model hesitated most, so the
     /// reply differs as little as possible but differs.
@@ -357,7 +373,7 @@ impl Inner {
         };
         let ban = Ban {
             prefix: repeat.tokens[..at].to_vec(),
-            token: repeat.tokens[at],
+            tokens: self.spellings(&repeat.tokens[at..])?,
         };
         let generation = self.generate_with(tokens, Some(schema), Sampler::Greedy, Some(ban))?;
         output_tokens += generation.tokens.len();
