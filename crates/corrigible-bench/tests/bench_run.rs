@@ -39,7 +39,7 @@ fn model() -> Arc<ByPrompt> {
             "What time is it in Tokyo?",
             &[
                 &[
-                    r#"{"state":"action","reason":"clock","tool":"time","tool_input":{"city":"Asia/Tokyo"}}"#,
+                    r#"{"state":"action","reason":"clock","tool":"time","tool_input":{"city":"Tokyo"}}"#,
                 ],
                 &[r#"{"state":"final","satisfied":true,"final_summary":"It is 21:00 in Tokyo."}"#],
             ],
