@@ -111,7 +111,7 @@ fn a_breaker_threshold_opens_the_circuit_within_a_run() {
             "0",
             "--breaker-threshold",
             "1",
-            "weather?",
+            "weather in Delhi or Paris?",
         ])
         .output()
         .unwrap();
