@@ -176,17 +176,11 @@ impl Sources {
     /// What a decoder may hold the arguments in `grounded` to.
     pub fn grounds<'a>(&self, grounded: impl IntoIterator<Item = &'a GroundedArgument>) -> Grounds {
         let mut grounds = Grounds::default();
-        let (mut copied, mut numbers) = (false, false);
-        for arg in grounded {
-            match arg.provenance {
-                Provenance::Copied => copied = true,
-                Provenance::Numbers => numbers = true,
-            }
-        }
-        if copied {
+        let kinds: Vec<Provenance> = grounded.into_iter().map(|a| a.provenance).collect();
+        if kinds.contains(&Provenance::Copied) {
             grounds.copies = self.copies();
         }
-        if numbers {
+        if kinds.contains(&Provenance::Numbers) {
             for n in &self.numbers {
                 let text = n.abs().to_string();
                 if !grounds.numbers.contains(&text) {

@@ -13,7 +13,7 @@ use crate::model::{
     CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec,
 };
 use crate::policy::Policy;
-use crate::provenance::Sources;
+use crate::provenance::{Grounds, Sources};
 use crate::rejection::{Category, Rejection};
 use crate::stage::Stage;
 use crate::tool::ToolRegistry;
@@ -257,9 +257,7 @@ impl<'a> Run<'a> {
             tools: self.specs.clone(),
             protocol: self.agent.protocol,
             correction,
-            grounds: self
-                .sources()
-                .grounds(self.specs.iter().flat_map(|s| &s.grounded)),
+            grounds: self.grounds(),
         };
         let started = Instant::now();
         let result = self
@@ -289,6 +287,16 @@ impl<'a> Run<'a> {
     /// What the run's grounded arguments may be taken from now.
     pub(crate) fn sources(&self) -> Sources {
         Sources::new(&self.request, self.state.results.iter().map(|(_, v)| v))
+    }
+
+    /// What the decoder may hold grounded arguments to now; nothing when no tool has one, so
+    /// runs without grounded arguments never read their results for it.
+    fn grounds(&self) -> Grounds {
+        let mut grounded = self.specs.iter().flat_map(|s| &s.grounded).peekable();
+        if grounded.peek().is_none() {
+            return Grounds::default();
+        }
+        self.sources().grounds(grounded)
     }
 
     /// Parses a reply into decisions and records any local repairs.
