@@ -133,6 +133,8 @@ mod tests {
             round: 2,
             repeated_in_slot: 0,
             facts: Vec::new(),
+            cover_tools: Vec::new(),
+            done_actions: Vec::new(),
         }
     }
 

@@ -294,7 +294,10 @@ impl Inner {
         let mut plan = CorrectionDecoding::new(&self.config, correction);
         let mut output_tokens = 0;
         let mut greedy_repeat = None;
-        let hold_numbers = correction.category == Category::UngroundedArgument;
+        let hold_numbers = matches!(
+            correction.category,
+            Category::UngroundedArgument | Category::UncoveredRequest
+        );
         let tools = with_grounds(&request.tools, &request.grounds, hold_numbers);
         loop {
             let schema = narrowed_schema(&tools, constrain, &allowed, self.caps());

@@ -54,6 +54,8 @@ fn correction_of(
         round: 1,
         repeated_in_slot,
         facts: Vec::new(),
+        cover_tools: Vec::new(),
+        done_actions: Vec::new(),
     });
     corrected
 }
@@ -405,4 +407,51 @@ fn a_copied_argument_is_one_of_the_requests_spans() {
             .to_string();
         assert!(request.grounds.copies.contains(&city), "{city}: {reply}");
     }
+}
+
+#[test]
+fn uncovered_request_allows_only_a_call_for_the_uncovered_value() {
+    let _turn = serial();
+    let Some(model) = common::model() else { return };
+    let prompt = "How many degrees warmer is Rome than Paris right now?";
+    let mut request = common::request(prompt, common::tools());
+    request.tools[2].grounded = vec![corrigible::GroundedArgument::copied("city")];
+    let rome = serde_json::json!({"city": "Rome"});
+    request.messages.push(Message::assistant(
+        MessageKind::Reply,
+        r#"{"state":"action","reason":"look up Rome","tool":"weather","tool_input":{"city":"Rome"}}"#,
+        Vec::new(),
+    ));
+    request.messages.push(Message::user(
+        MessageKind::ToolResult,
+        r#"<tool_result tool="weather">{"city":"Rome","temperature_c":12.6}</tool_result>"#,
+    ));
+    // Recorded from the bench (weather_14): the model answered after looking up Rome alone.
+    let rejected =
+        r#"{"state":"final","satisfied":true,"final_summary":"12.6 degrees warmer than Paris."}"#;
+    let mut correction = correction_of(
+        &request,
+        Category::UncoveredRequest,
+        rejected,
+        None,
+        Vec::new(),
+        0,
+    );
+    if let Some(c) = correction.correction.as_mut() {
+        c.cover_tools = vec!["weather".into()];
+        c.done_actions = vec![fingerprint("weather", &rome)];
+    }
+    correction.grounds.copies = vec!["Paris".into()];
+    let reply = ask(model, &correction);
+    assert!(
+        decoding(&reply).contains("narrowed=cover(weather)"),
+        "{}",
+        decoding(&reply)
+    );
+    let corrected = text(&reply);
+    let Decision::Action(action) = decision(&corrected) else {
+        panic!("only an action is allowed: {corrected}");
+    };
+    assert_eq!(action.tool, "weather");
+    assert_eq!(action.input["city"], "Paris", "{corrected}");
 }

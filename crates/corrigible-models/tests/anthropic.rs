@@ -243,6 +243,8 @@ async fn corrections_force_the_tool() {
         round: 1,
         repeated_in_slot: 0,
         facts: Vec::new(),
+        cover_tools: Vec::new(),
+        done_actions: Vec::new(),
     };
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();

@@ -376,6 +376,8 @@ fn correction(category: Category, tool: Option<&str>, repeated: u32) -> Correcti
         round: 1,
         repeated_in_slot: repeated,
         facts: Vec::new(),
+        cover_tools: Vec::new(),
+        done_actions: Vec::new(),
     }
 }
 
@@ -420,5 +422,22 @@ async fn corrections_narrow_the_tool_choice() {
         declared,
         ["weather"],
         "an action-only round declares no final_answer"
+    );
+}
+
+#[tokio::test]
+async fn an_uncovered_request_forces_the_covering_tool() {
+    let reply = || Canned::ok(tool_calls(&[("call_1", "weather", "{\"city\":\"Paris\"}")]));
+    let server = FakeServer::start(vec![reply()]).await;
+    let model = model_for(&server).await;
+    let mut request = history_request();
+    let mut c = correction(Category::UncoveredRequest, None, 0);
+    c.cover_tools = vec!["weather".into()];
+    request.correction = Some(c);
+    model.complete(&request).await.unwrap();
+    let requests = server.requests();
+    assert_eq!(
+        requests[0].body["tool_choice"],
+        json!({"type": "function", "function": {"name": "weather"}})
     );
 }

@@ -9,6 +9,7 @@
 
 pub mod agent;
 pub mod context;
+pub mod coverage;
 pub mod decision;
 pub mod examples;
 pub mod feedback;

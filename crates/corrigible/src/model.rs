@@ -91,6 +91,12 @@ pub struct CorrectionContext {
     /// After `unstated_result`: the facts the tools returned, as written in their results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub facts: Vec<String>,
+    /// After `uncovered_request`: the tools whose calls take up what the request left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cover_tools: Vec<String>,
+    /// After `uncovered_request`: fingerprints of the calls the run already made successfully.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub done_actions: Vec<String>,
 }
 
 /// One request to a model.

@@ -38,6 +38,14 @@ pub enum Allowed {
     ActionOrUnsatisfiedFinal,
     /// An action on any tool, no final answer.
     ActionOnly,
+    /// An action on one of these tools other than the calls already made, no final answer:
+    /// taking up what the request left out.
+    Cover {
+        /// The tools that take up the uncovered part of the request.
+        tools: Vec<String>,
+        /// Fingerprints of the calls the run already made successfully.
+        done: Vec<String>,
+    },
     /// An action, or a final answer that begins with one of these facts of the tool results.
     FinalStating {
         /// Facts the tools returned, as written in their results.
@@ -57,6 +65,7 @@ impl Allowed {
             Allowed::ToolsExcept { tools } => format!("tools_except({})", tools.join(",")),
             Allowed::ActionOrUnsatisfiedFinal => "action_or_unsatisfied_final".into(),
             Allowed::ActionOnly => "action_only".into(),
+            Allowed::Cover { tools, .. } => format!("cover({})", tools.join(",")),
             Allowed::FinalStating { facts } => format!("final_stating({})", facts.len()),
             Allowed::FinalOnly => "final_only".into(),
         }
@@ -71,6 +80,10 @@ impl Allowed {
                 !failed.contains(&fingerprint(&a.tool, &a.input))
             }
             (Allowed::ToolsExcept { tools }, Decision::Action(a)) => !tools.contains(&a.tool),
+            (Allowed::Cover { tools, done }, Decision::Action(a)) => {
+                tools.contains(&a.tool) && !done.contains(&fingerprint(&a.tool, &a.input))
+            }
+            (Allowed::Cover { .. }, Decision::Final(_)) => false,
             (Allowed::ActionOrUnsatisfiedFinal, Decision::Final(f)) => !f.satisfied,
             (Allowed::FinalStating { facts }, Decision::Final(f)) => facts
                 .iter()
@@ -116,7 +129,8 @@ impl CorrectionContext {
     /// answer. After `ungrounded_final`: an action or an unsatisfied final. After `ungrounded_argument`
     /// in the first round: an action (the same tool with values from the conversation, or
     /// another tool that finds the missing value), later also an unsatisfied final. After
-    /// `unstated_result`: an action, or a final that begins with a fact. Otherwise: any
+    /// `unstated_result`: an action, or a final that begins with a fact. After `uncovered_request`:
+    /// a call of the tools that take up what the request left out, other than the calls made. Otherwise: any
     /// decision of the contract (so free decoding becomes at least envelope-constrained).
     pub fn allowed(&self) -> Allowed {
         if self.repeated_in_slot >= 2 {
@@ -126,6 +140,11 @@ impl CorrectionContext {
             (Category::InvalidToolInput, Some(tool)) => Allowed::ToolOrFinal { tool: tool.clone() },
             (Category::UngroundedArgument, _) if self.round == 1 => Allowed::ActionOnly,
             (Category::UngroundedArgument, _) => Allowed::ActionOrUnsatisfiedFinal,
+            (Category::UncoveredRequest, _) if !self.cover_tools.is_empty() => Allowed::Cover {
+                tools: self.cover_tools.clone(),
+                done: self.done_actions.clone(),
+            },
+            (Category::UncoveredRequest, _) => Allowed::ActionOnly,
             (Category::RepeatedFailedAction, _) => Allowed::ActionsExcept {
                 failed: self.failed_actions.clone(),
             },
@@ -167,6 +186,8 @@ mod tests {
             round: 1,
             repeated_in_slot: repeated,
             facts: Vec::new(),
+            cover_tools: Vec::new(),
+            done_actions: Vec::new(),
         }
     }
 
@@ -215,6 +236,25 @@ mod tests {
         ] {
             assert_eq!(context(category, None, 0).allowed(), Allowed::AnyDecision);
         }
+    }
+
+    #[test]
+    fn uncovered_request_narrows_to_a_new_call_of_the_covering_tool() {
+        let mut c = context(Category::UncoveredRequest, None, 0);
+        assert_eq!(
+            c.allowed(),
+            Allowed::ActionOnly,
+            "no tool named, any action"
+        );
+        c.cover_tools = vec!["weather".into()];
+        c.done_actions = vec![fingerprint("weather", &json!({"city": "Rome"}))];
+        let allowed = c.allowed();
+        assert_eq!(allowed.label(), "cover(weather)");
+        assert!(allowed.permits(&action("weather", json!({"city": "Paris"}))));
+        assert!(!allowed.permits(&action("weather", json!({"city": "Rome"}))));
+        assert!(!allowed.permits(&action("time", json!({"city": "Paris"}))));
+        assert!(!allowed.permits(&answer(true)));
+        assert!(!allowed.permits(&answer(false)));
     }
 
     #[test]

@@ -235,7 +235,7 @@ const FUNCTION_WORDS: &[&str] = &[
 
 /// Whether `word` is a function word. One that is capitalized mid-sentence is part of a name
 /// (`The Hague`); at the start of a sentence (`first`) capitals say nothing.
-fn is_function_word(word: &str, first: bool) -> bool {
+pub(crate) fn is_function_word(word: &str, first: bool) -> bool {
     let bare = word
         .trim_matches(|c: char| !c.is_alphanumeric())
         .replace('’', "'");

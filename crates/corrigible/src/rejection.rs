@@ -28,6 +28,10 @@ pub enum Category {
     /// An action whose grounded argument (a copied string, or the numbers of an expression) is
     /// found in neither the request nor a tool result.
     UngroundedArgument,
+    /// `satisfied: true` while the request asks about something no successful call took up: a
+    /// value coordinated with a copied argument's (`Rome than Paris`), or a number of the
+    /// request no calculation used. Raised once per run.
+    UncoveredRequest,
     /// An output validator refused the final answer.
     OutputRejected,
     /// The tool returned `Retry`.
@@ -40,7 +44,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 13] = [
+    pub const ALL: [Category; 14] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
@@ -50,6 +54,7 @@ impl Category {
         Category::UngroundedFinal,
         Category::UnstatedResult,
         Category::UngroundedArgument,
+        Category::UncoveredRequest,
         Category::OutputRejected,
         Category::ToolRejected,
         Category::ToolFailed,
@@ -68,6 +73,7 @@ impl Category {
             Category::UngroundedFinal => "ungrounded_final",
             Category::UnstatedResult => "unstated_result",
             Category::UngroundedArgument => "ungrounded_argument",
+            Category::UncoveredRequest => "uncovered_request",
             Category::OutputRejected => "output_rejected",
             Category::ToolRejected => "tool_rejected",
             Category::ToolFailed => "tool_failed",
@@ -88,6 +94,7 @@ impl Category {
                 | Category::UngroundedFinal
                 | Category::UnstatedResult
                 | Category::UngroundedArgument
+                | Category::UncoveredRequest
         )
     }
 }

@@ -110,6 +110,7 @@ impl Run<'_> {
                     other => other.to_string(),
                 };
                 self.state.results.push((name.clone(), value.clone()));
+                self.state.calls.push((name.clone(), action.input.clone()));
                 record.output = Some(value);
                 self.rec.step(record, retried);
                 self.history.tool_result(call_id, &name, &text, false);

@@ -7,8 +7,10 @@ use tracing::Instrument;
 use super::history::History;
 use super::{Agent, RunError, RunOptions};
 use crate::context::estimate_tokens;
+use crate::coverage::{CoveredCall, Uncovered};
 use crate::decision::{Decision, Final, Parsed, final_answer_spec, parse_native, parse_text};
 use crate::feedback::Feedback;
+use crate::fingerprint::fingerprint;
 use crate::model::{
     CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec,
 };
@@ -29,6 +31,11 @@ pub(crate) struct RunState {
     pub any_ok: bool,
     /// The outputs of the actions that succeeded, with their tool, in order.
     pub results: Vec<(String, serde_json::Value)>,
+    /// The inputs of the actions that succeeded, with their tool, in order.
+    pub calls: Vec<(String, serde_json::Value)>,
+    /// Whether a final answer was already rejected as `uncovered_request`: that check asks
+    /// once per run, so a request part the answer does not need costs one round at most.
+    pub coverage_asked: bool,
     /// Fingerprints of failed actions, with their error.
     pub failed: BTreeMap<String, String>,
     /// `Retry` rejections per tool.
@@ -215,12 +222,23 @@ impl<'a> Run<'a> {
             }
             if rejections
                 .iter()
+                .any(|(r, _)| r.category == Category::UncoveredRequest)
+            {
+                self.state.coverage_asked = true;
+            }
+            if rejections
+                .iter()
                 .any(|(r, _)| r.category == Category::RepeatedFailedAction)
             {
                 repeated += 1;
             }
             round += 1;
             let signature = signature(&reply);
+            let (cover_tools, done_actions) = if first.category == Category::UncoveredRequest {
+                self.cover()
+            } else {
+                (Vec::new(), Vec::new())
+            };
             correction = Some(CorrectionContext {
                 category: first.category,
                 rejected_reply: signature.clone(),
@@ -233,6 +251,8 @@ impl<'a> Run<'a> {
                 } else {
                     Vec::new()
                 },
+                cover_tools,
+                done_actions,
             });
             rejected_reply = Some(signature);
         }
@@ -256,8 +276,8 @@ impl<'a> Run<'a> {
             messages: self.agent.context.fit(&self.history.messages, &count),
             tools: self.specs.clone(),
             protocol: self.agent.protocol,
+            grounds: self.grounds(correction.as_ref()),
             correction,
-            grounds: self.grounds(),
         };
         let started = Instant::now();
         let result = self
@@ -290,13 +310,55 @@ impl<'a> Run<'a> {
     }
 
     /// What the decoder may hold grounded arguments to now; nothing when no tool has one, so
-    /// runs without grounded arguments never read their results for it.
-    fn grounds(&self) -> Grounds {
+    /// runs without grounded arguments never read their results for it. A round correcting an
+    /// `uncovered_request` holds copied arguments to the values the request left uncovered.
+    fn grounds(&self, correction: Option<&CorrectionContext>) -> Grounds {
         let mut grounded = self.specs.iter().flat_map(|s| &s.grounded).peekable();
         if grounded.peek().is_none() {
             return Grounds::default();
         }
-        self.sources().grounds(grounded)
+        let mut grounds = self.sources().grounds(grounded);
+        if correction.is_some_and(|c| c.category == Category::UncoveredRequest) {
+            let wanted = self.uncovered().copies();
+            if !wanted.is_empty() && !grounds.copies.is_empty() {
+                grounds.copies = wanted;
+            }
+        }
+        grounds
+    }
+
+    /// The tools that take up what the request left out, and the calls already made.
+    fn cover(&self) -> (Vec<String>, Vec<String>) {
+        let mut tools: Vec<String> = self
+            .uncovered()
+            .values
+            .into_iter()
+            .map(|v| v.tool)
+            .collect();
+        tools.sort();
+        tools.dedup();
+        let done = self
+            .state
+            .calls
+            .iter()
+            .map(|(tool, input)| fingerprint(tool, input))
+            .collect();
+        (tools, done)
+    }
+
+    /// What the request asks about that the run's successful calls have not taken up.
+    pub(crate) fn uncovered(&self) -> Uncovered {
+        let calls: Vec<CoveredCall<'_>> = self
+            .state
+            .calls
+            .iter()
+            .map(|(tool, input)| CoveredCall {
+                tool,
+                grounded: self.tools.grounded(tool),
+                input,
+            })
+            .collect();
+        Uncovered::find(&self.request, &calls)
     }
 
     /// Parses a reply into decisions and records any local repairs.

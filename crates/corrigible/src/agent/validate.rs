@@ -60,6 +60,18 @@ impl Run<'_> {
                 {
                     return Err(Rejection::new(Category::UnstatedResult, message));
                 }
+                if answer.satisfied
+                    && self.policy.grounding == Grounding::Values
+                    && !self.state.coverage_asked
+                {
+                    let uncovered = self.uncovered();
+                    if !uncovered.is_empty() {
+                        return Err(Rejection::new(
+                            Category::UncoveredRequest,
+                            uncovered.message(),
+                        ));
+                    }
+                }
             }
         }
         Ok(decision)

@@ -99,21 +99,22 @@ pub fn with_grounds(tools: &[ToolSpec], grounds: &Grounds, hold_numbers: bool) -
 /// Most numbers a held expression may hold.
 const MAX_HELD_NUMBERS: usize = 8;
 
-/// Longest run of characters between two numbers of a held expression.
-const MAX_BETWEEN_NUMBERS: usize = 16;
-
-/// A regex for a string whose numbers are among `numbers` (single digits when there are none),
-/// each one followed by something other than a digit or a point so that two cannot run together.
+/// A regex for arithmetic over `numbers` (single digits when there are none): numbers joined by
+/// operators, with parentheses, a sign, percent signs and function calls around them. Nothing
+/// else may stand between two numbers, so a held expression cannot trail off into words or an
+/// `= claim`.
 fn numbers_pattern(numbers: &[String]) -> String {
     let mut choices: Vec<String> = numbers.iter().map(|n| regex_escape(n)).collect();
     if choices.is_empty() {
         choices.push("[0-9]".into());
     }
     let number = format!("(?:{})", choices.join("|"));
-    let gap = "[^0-9.]";
-    format!(
-        "^{gap}{{0,{MAX_BETWEEN_NUMBERS}}}(?:{number}{gap}{{1,{MAX_BETWEEN_NUMBERS}}}){{0,{MAX_HELD_NUMBERS}}}(?:{number}{gap}{{0,{MAX_BETWEEN_NUMBERS}}})?$"
-    )
+    let open = r"(?:\(|[a-z]{2,6}\(){0,3}-?";
+    let close = r"[)%]{0,3}";
+    let operator = r" ?(?:[+\-*/^×÷,%]|of|mod) ?";
+    let term = format!("{open}{number}{close}");
+    let more = MAX_HELD_NUMBERS - 1;
+    format!("^{term}(?:{operator}{term}){{0,{more}}}$")
 }
 
 /// The decision schema narrowed to what a correction round still `allowed`.
@@ -152,7 +153,20 @@ pub fn allowed_schema(tools: &[ToolSpec], mode: SchemaMode, allowed: &Allowed) -
             schema
         }
         Allowed::FinalOnly => json!({"anyOf": [final_branch()]}),
-        Allowed::ActionOnly => {
+        Allowed::ActionOnly | Allowed::Cover { .. } => {
+            let covering: Vec<ToolSpec> = match allowed {
+                Allowed::Cover { tools: cover, .. } => tools
+                    .iter()
+                    .filter(|t| cover.contains(&t.name))
+                    .cloned()
+                    .collect(),
+                _ => Vec::new(),
+            };
+            let tools = if covering.is_empty() {
+                tools
+            } else {
+                &covering
+            };
             let mut schema = decision_schema(tools, mode);
             if let Some(branches) = schema["anyOf"].as_array_mut()
                 && branches.len() > 1
@@ -319,13 +333,29 @@ mod tests {
         let held = with_grounds(&grounded_tools(), &grounds, true);
         let pattern = held[0].parameters["properties"]["s"].clone();
         let validator = jsonschema::validator_for(&pattern).expect("the pattern compiles");
-        for ok in ["sqrt(1764)", "1764 * 2.5", "-1764 / (2.5 + 1764)", "pi"] {
+        for ok in [
+            "sqrt(1764)",
+            "1764 * 2.5",
+            "-1764 / (2.5 + 1764)",
+            "2.5% of 1764",
+            "1764 % 2.5",
+            "(1764 + 2.5) * 2.5",
+        ] {
             assert!(
                 validator.is_valid(&json!(ok)),
                 "{ok} is held to the numbers given"
             );
         }
-        for made_up in ["1764 * 176.4", "17640", "1764 / 100", "1764 / 10", "2.55"] {
+        for made_up in [
+            "1764 * 176.4",
+            "17640",
+            "1764 / 100",
+            "1764 / 10",
+            "2.55",
+            "1764 2.5",
+            "1764 * 2.5 = 4410",
+            "1764 }}, call with 2.5",
+        ] {
             assert!(!validator.is_valid(&json!(made_up)), "{made_up} is not");
         }
         let none = with_grounds(&grounded_tools(), &Grounds::default(), true);
@@ -336,6 +366,20 @@ mod tests {
             none[1].parameters,
             grounded_tools()[1].parameters,
             "no copies, no enum"
+        );
+    }
+
+    #[test]
+    fn cover_keeps_only_the_covering_tools_actions() {
+        let allowed = Allowed::Cover {
+            tools: vec![tools()[0].name.clone()],
+            done: Vec::new(),
+        };
+        let b = branches(&allowed_schema(&tools(), SchemaMode::Full, &allowed));
+        assert_eq!(b.len(), 1);
+        assert_eq!(
+            b[0]["properties"]["tool"],
+            json!({"const": tools()[0].name})
         );
     }
 

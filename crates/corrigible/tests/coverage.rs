@@ -1,0 +1,126 @@
+//! Coverage of the request: an answer given after looking up one of two coordinated values is
+//! `uncovered_request` once per run, and the correction round is held to a call for the other.
+
+mod common;
+
+use std::sync::Arc;
+
+use async_trait::async_trait;
+use common::*;
+use corrigible::{Agent, Allowed, Category, GroundedArgument, Tool, ToolContext, ToolOutcome};
+use serde_json::{Value, json};
+
+/// A temperature lookup whose `city` must be copied from the conversation.
+struct Temperature;
+
+#[async_trait]
+impl Tool for Temperature {
+    fn name(&self) -> &str {
+        "weather"
+    }
+    fn description(&self) -> &str {
+        "Current temperature of a city."
+    }
+    fn input_schema(&self) -> Value {
+        json!({"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]})
+    }
+    fn grounded_arguments(&self) -> Vec<GroundedArgument> {
+        vec![GroundedArgument::copied("city")]
+    }
+    async fn call(&self, input: Value, _ctx: &ToolContext) -> ToolOutcome {
+        let celsius = if input["city"] == "Rome" { 12.6 } else { 6.2 };
+        ToolOutcome::Ok(json!({"city": input["city"], "temperature_c": celsius}))
+    }
+}
+
+const REQUEST: &str = "How many degrees warmer is Rome than Paris right now?";
+
+#[tokio::test]
+async fn an_answer_that_skips_a_coordinated_value_is_sent_back_for_it() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("weather", json!({"city": "Rome"})),
+        &final_answer(true, "Rome is 12.6 degrees."),
+        &action("weather", json!({"city": "Paris"})),
+        &final_answer(true, "Rome is 12.6 and Paris 6.2: 6.4 degrees warmer."),
+    ]));
+    let report = Agent::builder_shared(model.clone())
+        .tool(Temperature)
+        .build()
+        .unwrap()
+        .run(REQUEST)
+        .await
+        .unwrap();
+    assert_eq!(report.corrections.len(), 1);
+    let c = &report.corrections[0];
+    assert_eq!(c.category, Category::UncoveredRequest);
+    assert!(
+        c.error.contains("call weather with city \"Paris\""),
+        "{}",
+        c.error
+    );
+    assert!(c.corrected);
+    let round = model.request(2);
+    let correction = round.correction.expect("a correction round");
+    assert_eq!(correction.allowed().label(), "cover(weather)");
+    assert!(matches!(correction.allowed(), Allowed::Cover { ref done, .. } if done.len() == 1));
+    assert_eq!(
+        round.grounds.copies,
+        ["Paris"],
+        "held to the uncovered value"
+    );
+    assert_eq!(report.steps.len(), 2);
+    assert!(report.satisfied);
+}
+
+#[tokio::test]
+async fn coverage_is_asked_once_per_run() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("weather", json!({"city": "Rome"})),
+        &final_answer(true, "Rome is 12.6 degrees."),
+        &final_answer(true, "It is 12.6 degrees in Rome."),
+    ]));
+    let report = Agent::builder_shared(model.clone())
+        .tool(Temperature)
+        .build()
+        .unwrap()
+        .run(REQUEST)
+        .await
+        .unwrap();
+    let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
+    assert_eq!(categories, [Category::UncoveredRequest]);
+    assert!(report.satisfied);
+    assert_eq!(
+        report.final_summary.as_deref(),
+        Some("It is 12.6 degrees in Rome.")
+    );
+}
+
+#[tokio::test]
+async fn a_covered_or_unsatisfied_answer_passes() {
+    for (script, request) in [
+        (
+            vec![
+                action("weather", json!({"city": "Rome"})),
+                final_answer(true, "12.6 degrees."),
+            ],
+            "What's the temperature in Rome, Italy?",
+        ),
+        (
+            vec![
+                action("weather", json!({"city": "Rome"})),
+                final_answer(false, "Only Rome was found: 12.6 degrees."),
+            ],
+            REQUEST,
+        ),
+    ] {
+        let texts: Vec<&str> = script.iter().map(String::as_str).collect();
+        let report = Agent::builder_shared(Arc::new(Scripted::texts(&texts)))
+            .tool(Temperature)
+            .build()
+            .unwrap()
+            .run(request)
+            .await
+            .unwrap();
+        assert!(report.corrections.is_empty(), "{request}");
+    }
+}
