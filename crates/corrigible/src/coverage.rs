@@ -308,6 +308,29 @@ mod tests {
         }
     }
 
+    proptest::proptest! {
+        #[test]
+        fn any_request_and_value_are_read_without_panic(
+            words in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "Rome", "rome", "and", "or", "than", "in", "Paris,", "New", "York?", "the",
+                    "vs", "in", "-", "…", "Été", "?", "",
+                ]),
+                0..12,
+            ),
+            value in "\\PC{0,12}",
+            free in "\\PC{0,40}",
+        ) {
+            let request = words.join(" ");
+            for text in [&request, &free] {
+                let found = uncovered(text, &[&value, "Rome", "New York"]);
+                for v in found.copies() {
+                    proptest::prop_assert!(!v.is_empty());
+                }
+            }
+        }
+    }
+
     #[test]
     fn only_copied_arguments_count() {
         let expression = [GroundedArgument::numbers("expression")];
