@@ -193,7 +193,8 @@ impl Sources {
 
     /// The values a copied argument may take: every run of up to four words of the request
     /// (punctuation trimmed at its ends) that neither begins nor ends with a function word
-    /// (`I'm joining a meeting` is no value), and the short strings of the tool results.
+    /// (`I'm joining a meeting` is no value), and the short strings of the tool results; a
+    /// bare number is none (numbers have their own provenance).
     pub fn copies(&self) -> Vec<String> {
         let words: Vec<&str> = self.request.split_whitespace().collect();
         let function: Vec<bool> = words
@@ -204,7 +205,10 @@ impl Sources {
         let mut copies: Vec<String> = Vec::new();
         let mut offer = |text: &str| {
             let text = text.trim_matches(|c: char| !c.is_alphanumeric());
-            if !text.is_empty() && copies.len() < MAX_COPIES && !copies.iter().any(|c| c == text) {
+            if text.chars().any(char::is_alphabetic)
+                && copies.len() < MAX_COPIES
+                && !copies.iter().any(|c| c == text)
+            {
                 copies.push(text.to_string());
             }
         };
@@ -329,6 +333,9 @@ mod tests {
         assert!(hague.contains(&"The Hague".to_string()), "{hague:?}");
         assert!(!hague.iter().any(|c| c.starts_with("I'm")), "{hague:?}");
         assert!(!copies.iter().any(|c| c.starts_with("xxx")));
+        let numbered = Sources::new("Area of a circle of radius 10 in units?", []).copies();
+        assert!(!numbered.contains(&"10".to_string()), "{numbered:?}");
+        assert!(numbered.contains(&"units".to_string()), "{numbered:?}");
         assert!(copies.len() <= MAX_COPIES);
     }
 }

@@ -1,7 +1,7 @@
 //! A schema-only tool: declared and validated like any tool, never executed for real.
 
 use async_trait::async_trait;
-use corrigible::{Tool, ToolContext, ToolOutcome};
+use corrigible::{GroundedArgument, Tool, ToolContext, ToolOutcome};
 use serde_json::Value;
 
 use super::FunctionDef;
@@ -41,7 +41,47 @@ impl Tool for RecordingTool {
         self.schema.clone()
     }
 
+    /// Every free string parameter (a string without an `enum`): BFCL questions state the
+    /// values of their string arguments (a city, a unit, a name).
+    fn grounded_arguments(&self) -> Vec<GroundedArgument> {
+        let Some(properties) = self.schema.get("properties").and_then(Value::as_object) else {
+            return Vec::new();
+        };
+        properties
+            .iter()
+            .filter(|(_, p)| {
+                p.get("type") == Some(&Value::from("string")) && p.get("enum").is_none()
+            })
+            .map(|(name, _)| GroundedArgument::copied(name.clone()))
+            .collect()
+    }
+
     async fn call(&self, _input: Value, _ctx: &ToolContext) -> ToolOutcome {
         ToolOutcome::Ok(serde_json::json!({"recorded": true}))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use corrigible::Provenance;
+    use serde_json::json;
+
+    use super::*;
+
+    #[test]
+    fn free_string_parameters_are_copied() {
+        let tool = RecordingTool::new(&FunctionDef {
+            name: "geometry.circumference".into(),
+            description: String::new(),
+            parameters: json!({"type": "dict", "properties": {
+                "radius": {"type": "integer"},
+                "unit": {"type": "string"},
+                "shape": {"type": "string", "enum": ["circle", "square"]}
+            }, "required": ["radius"]}),
+        });
+        let grounded = tool.grounded_arguments();
+        assert_eq!(grounded.len(), 1);
+        assert_eq!(grounded[0].field, "unit");
+        assert_eq!(grounded[0].provenance, Provenance::Copied);
     }
 }
