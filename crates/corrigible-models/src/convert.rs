@@ -109,15 +109,11 @@ pub(crate) fn forced(request: &ModelRequest) -> Option<Forced<'_>> {
     let forced = match correction.allowed() {
         Allowed::FinalOnly => FINAL_ANSWER,
         Allowed::ToolOrFinal { tool } => correction.tool.as_deref().filter(|t| *t == tool)?,
-        Allowed::Cover { tools, .. } if tools.len() == 1 && declared(&tools[0]) => {
-            return Some(Forced::Tool(
-                request
-                    .tools
-                    .iter()
-                    .find(|t| t.name == tools[0])?
-                    .name
-                    .as_str(),
-            ));
+        Allowed::Cover { tools, .. }
+            if let [only] = tools.as_slice()
+                && let Some(spec) = request.tools.iter().find(|t| &t.name == only) =>
+        {
+            return Some(Forced::Tool(spec.name.as_str()));
         }
         Allowed::ActionOnly | Allowed::Cover { .. } => {
             let actions = request.tools.iter().any(|t| t.name != FINAL_ANSWER);

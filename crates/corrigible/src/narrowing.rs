@@ -129,9 +129,10 @@ impl CorrectionContext {
     /// answer. After `ungrounded_final`: an action or an unsatisfied final. After `ungrounded_argument`
     /// in the first round: an action (the same tool with values from the conversation, or
     /// another tool that finds the missing value), later also an unsatisfied final. After
-    /// `unstated_result`: an action, or a final that begins with a fact. After `uncovered_request`:
-    /// a call of the tools that take up what the request left out, other than the calls made. Otherwise: any
-    /// decision of the contract (so free decoding becomes at least envelope-constrained).
+    /// `unstated_result`: an action, or a final that begins with a fact. After
+    /// `uncovered_request`: a call of the tools that take up what the request left out, other
+    /// than the calls made. Otherwise: any decision of the contract (so free decoding becomes
+    /// at least envelope-constrained).
     pub fn allowed(&self) -> Allowed {
         if self.repeated_in_slot >= 2 {
             return Allowed::FinalOnly;

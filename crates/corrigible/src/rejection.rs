@@ -28,9 +28,8 @@ pub enum Category {
     /// An action whose grounded argument (a copied string, or the numbers of an expression) is
     /// found in neither the request nor a tool result.
     UngroundedArgument,
-    /// `satisfied: true` while the request asks about something no successful call took up: a
-    /// value coordinated with a copied argument's (`Rome than Paris`), or a number of the
-    /// request no calculation used. Raised once per run.
+    /// `satisfied: true` while the request coordinates a name with a copied argument's value
+    /// (`Rome than Paris`) and no successful call took it. Raised once per run.
     UncoveredRequest,
     /// An output validator refused the final answer.
     OutputRejected,

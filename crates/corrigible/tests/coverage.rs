@@ -7,7 +7,9 @@ use std::sync::Arc;
 
 use async_trait::async_trait;
 use common::*;
-use corrigible::{Agent, Allowed, Category, GroundedArgument, Tool, ToolContext, ToolOutcome};
+use corrigible::{
+    Agent, Allowed, Category, GroundedArgument, RunReport, Tool, ToolContext, ToolOutcome,
+};
 use serde_json::{Value, json};
 
 /// A temperature lookup whose `city` must be copied from the conversation.
@@ -35,6 +37,16 @@ impl Tool for Temperature {
 
 const REQUEST: &str = "How many degrees warmer is Rome than Paris right now?";
 
+async fn run(model: Arc<Scripted>, request: &str) -> RunReport {
+    Agent::builder_shared(model)
+        .tool(Temperature)
+        .build()
+        .unwrap()
+        .run(request)
+        .await
+        .unwrap()
+}
+
 #[tokio::test]
 async fn an_answer_that_skips_a_coordinated_value_is_sent_back_for_it() {
     let model = Arc::new(Scripted::texts(&[
@@ -43,13 +55,7 @@ async fn an_answer_that_skips_a_coordinated_value_is_sent_back_for_it() {
         &action("weather", json!({"city": "Paris"})),
         &final_answer(true, "Rome is 12.6 and Paris 6.2: 6.4 degrees warmer."),
     ]));
-    let report = Agent::builder_shared(model.clone())
-        .tool(Temperature)
-        .build()
-        .unwrap()
-        .run(REQUEST)
-        .await
-        .unwrap();
+    let report = run(model.clone(), REQUEST).await;
     assert_eq!(report.corrections.len(), 1);
     let c = &report.corrections[0];
     assert_eq!(c.category, Category::UncoveredRequest);
@@ -79,13 +85,7 @@ async fn coverage_is_asked_once_per_run() {
         &final_answer(true, "Rome is 12.6 degrees."),
         &final_answer(true, "It is 12.6 degrees in Rome."),
     ]));
-    let report = Agent::builder_shared(model.clone())
-        .tool(Temperature)
-        .build()
-        .unwrap()
-        .run(REQUEST)
-        .await
-        .unwrap();
+    let report = run(model.clone(), REQUEST).await;
     let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
     assert_eq!(categories, [Category::UncoveredRequest]);
     assert!(report.satisfied);
@@ -114,13 +114,7 @@ async fn a_covered_or_unsatisfied_answer_passes() {
         ),
     ] {
         let texts: Vec<&str> = script.iter().map(String::as_str).collect();
-        let report = Agent::builder_shared(Arc::new(Scripted::texts(&texts)))
-            .tool(Temperature)
-            .build()
-            .unwrap()
-            .run(request)
-            .await
-            .unwrap();
+        let report = run(Arc::new(Scripted::texts(&texts)), request).await;
         assert!(report.corrections.is_empty(), "{request}");
     }
 }

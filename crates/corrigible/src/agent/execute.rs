@@ -1,6 +1,6 @@
 use std::time::Instant;
 
-use super::run::{Run, Verdict, stopped};
+use super::run::{Run, Success, Verdict, stopped};
 use crate::decision::Action;
 use crate::fingerprint::fingerprint;
 use crate::policy::{BreakerDecision, BreakerState};
@@ -109,8 +109,11 @@ impl Run<'_> {
                     serde_json::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                self.state.results.push((name.clone(), value.clone()));
-                self.state.calls.push((name.clone(), action.input.clone()));
+                self.state.results.push(Success {
+                    tool: name.clone(),
+                    input: action.input.clone(),
+                    output: value.clone(),
+                });
                 record.output = Some(value);
                 self.rec.step(record, retried);
                 self.history.tool_result(call_id, &name, &text, false);

@@ -29,10 +29,8 @@ pub(crate) struct RunState {
     pub executed: u32,
     /// Whether any executed action succeeded.
     pub any_ok: bool,
-    /// The outputs of the actions that succeeded, with their tool, in order.
-    pub results: Vec<(String, serde_json::Value)>,
-    /// The inputs of the actions that succeeded, with their tool, in order.
-    pub calls: Vec<(String, serde_json::Value)>,
+    /// The actions that succeeded, in order.
+    pub results: Vec<Success>,
     /// Whether a final answer was already rejected as `uncovered_request`: that check asks
     /// once per run, so a request part the answer does not need costs one round at most.
     pub coverage_asked: bool,
@@ -44,6 +42,13 @@ pub(crate) struct RunState {
     pub failures: HashMap<String, u32>,
     /// Output-validator rejections sent back.
     pub output_retries: u32,
+}
+
+/// An action that succeeded: the tool, the input it was called with and what it returned.
+pub(crate) struct Success {
+    pub tool: String,
+    pub input: serde_json::Value,
+    pub output: serde_json::Value,
 }
 
 /// How one decision of a reply was handled.
@@ -306,7 +311,7 @@ impl<'a> Run<'a> {
 
     /// What the run's grounded arguments may be taken from now.
     pub(crate) fn sources(&self) -> Sources {
-        Sources::new(&self.request, self.state.results.iter().map(|(_, v)| v))
+        Sources::new(&self.request, self.state.results.iter().map(|s| &s.output))
     }
 
     /// What the decoder may hold grounded arguments to now; nothing when no tool has one, so
@@ -339,9 +344,9 @@ impl<'a> Run<'a> {
         tools.dedup();
         let done = self
             .state
-            .calls
+            .results
             .iter()
-            .map(|(tool, input)| fingerprint(tool, input))
+            .map(|s| fingerprint(&s.tool, &s.input))
             .collect();
         (tools, done)
     }
@@ -350,12 +355,12 @@ impl<'a> Run<'a> {
     pub(crate) fn uncovered(&self) -> Uncovered {
         let calls: Vec<CoveredCall<'_>> = self
             .state
-            .calls
+            .results
             .iter()
-            .map(|(tool, input)| CoveredCall {
-                tool,
-                grounded: self.tools.grounded(tool),
-                input,
+            .map(|s| CoveredCall {
+                tool: &s.tool,
+                grounded: self.tools.grounded(&s.tool),
+                input: &s.input,
             })
             .collect();
         Uncovered::find(&self.request, &calls)

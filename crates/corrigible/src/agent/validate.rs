@@ -79,12 +79,13 @@ impl Run<'_> {
 
     /// Why `summary` is unsupported when tools returned facts and it states none of them.
     fn unstated_results(&self, summary: &str) -> Option<String> {
-        let evidence = Evidence::new(self.state.results.iter().map(|(_, v)| v), &self.request);
+        let evidence = Evidence::new(self.state.results.iter().map(|s| &s.output), &self.request);
         if evidence.is_empty() || evidence.stated_in(summary) {
             return None;
         }
-        let (tool, last) = self.state.results.last()?;
-        let mut shown = last.to_string();
+        let last = self.state.results.last()?;
+        let tool = &last.tool;
+        let mut shown = last.output.to_string();
         if shown.chars().count() > MAX_SHOWN_RESULT_CHARS {
             shown = shown
                 .chars()
@@ -101,7 +102,7 @@ impl Run<'_> {
     /// The facts of the run's successful tool results, for an `unstated_result` correction.
     pub(crate) fn facts(&self) -> Vec<String> {
         let mut facts =
-            Evidence::new(self.state.results.iter().map(|(_, v)| v), &self.request).facts();
+            Evidence::new(self.state.results.iter().map(|s| &s.output), &self.request).facts();
         facts.truncate(MAX_FACTS);
         facts
     }

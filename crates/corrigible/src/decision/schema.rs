@@ -153,20 +153,20 @@ pub fn allowed_schema(tools: &[ToolSpec], mode: SchemaMode, allowed: &Allowed) -
             schema
         }
         Allowed::FinalOnly => json!({"anyOf": [final_branch()]}),
-        Allowed::ActionOnly | Allowed::Cover { .. } => {
-            let covering: Vec<ToolSpec> = match allowed {
-                Allowed::Cover { tools: cover, .. } => tools
-                    .iter()
-                    .filter(|t| cover.contains(&t.name))
-                    .cloned()
-                    .collect(),
-                _ => Vec::new(),
-            };
+        Allowed::Cover { tools: cover, .. } => {
+            let covering: Vec<ToolSpec> = tools
+                .iter()
+                .filter(|t| cover.contains(&t.name))
+                .cloned()
+                .collect();
             let tools = if covering.is_empty() {
                 tools
             } else {
                 &covering
             };
+            allowed_schema(tools, mode, &Allowed::ActionOnly)
+        }
+        Allowed::ActionOnly => {
             let mut schema = decision_schema(tools, mode);
             if let Some(branches) = schema["anyOf"].as_array_mut()
                 && branches.len() > 1
