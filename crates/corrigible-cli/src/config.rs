@@ -159,6 +159,9 @@ pub struct ToolConfig {
     /// Whether the tool may be re-executed automatically.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub idempotent: Option<bool>,
+    /// Whether an identical call may run again after a success in one run (a polling tool).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub repeatable: Option<bool>,
 }
 
 /// `[feedback]`.
@@ -245,6 +248,7 @@ impl FileConfig {
                     max_retries: tool.max_retries,
                     max_rejections: tool.max_rejections,
                     idempotent: tool.idempotent,
+                    repeatable: tool.repeatable,
                 },
             );
         }
@@ -296,6 +300,7 @@ mod tests {
             max_retries = 4
             max_rejections = 0
             idempotent = true
+            repeatable = true
             "#,
         )
         .unwrap();
@@ -309,6 +314,8 @@ mod tests {
         assert_eq!(policy.rejections_for("weather"), 0);
         assert_eq!(policy.retries_for("weather", true), 4);
         assert_eq!(policy.retries_for("send_email", true), 0);
+        assert!(policy.repeatable("weather", false));
+        assert!(!policy.repeatable("calculator", false));
     }
 
     #[test]

@@ -296,7 +296,7 @@ impl Inner {
         let mut greedy_repeat = None;
         let hold_numbers = matches!(
             correction.category,
-            Category::UngroundedArgument | Category::UncoveredRequest
+            Category::UngroundedArgument | Category::UncoveredRequest | Category::RepeatedAction
         );
         let tools = with_grounds(&request.tools, &request.grounds, hold_numbers);
         loop {

@@ -176,7 +176,7 @@ fn repeated_failed_action_allows_any_other_action_sampled_with_a_seed() {
         unreachable!("checked in repeated_failure")
     };
     let allowed = Allowed::ActionsExcept {
-        failed: vec![fingerprint(&failed.tool, &failed.input)],
+        actions: vec![fingerprint(&failed.tool, &failed.input)],
     };
     assert!(allowed.permits(&decision(&corrected)), "{corrected}");
 }
@@ -454,4 +454,78 @@ fn uncovered_request_allows_only_a_call_for_the_uncovered_value() {
     };
     assert_eq!(action.tool, "weather");
     assert_eq!(action.input["city"], "Paris", "{corrected}");
+}
+
+#[test]
+fn repeated_action_allows_neither_call_made_and_holds_the_numbers() {
+    let _turn = serial();
+    let Some(model) = common::model() else { return };
+    let prompt = "How many degrees warmer is Rome than Paris right now?";
+    let mut request = common::request(prompt, grounded_calculator());
+    request.tools[2].grounded = vec![corrigible::GroundedArgument::copied("city")];
+    let rome = serde_json::json!({"city": "Rome"});
+    let paris = serde_json::json!({"city": "Paris"});
+    let mut results = Vec::new();
+    for (city, celsius) in [("Rome", 12.6), ("Paris", 6.2)] {
+        request.messages.push(Message::assistant(
+            MessageKind::Reply,
+            format!(
+                r#"{{"state":"action","reason":"look up {city}","tool":"weather","tool_input":{{"city":"{city}"}}}}"#
+            ),
+            Vec::new(),
+        ));
+        let result = serde_json::json!({"city": city, "temperature_c": celsius});
+        request.messages.push(Message::user(
+            MessageKind::ToolResult,
+            format!(r#"<tool_result tool="weather">{result}</tool_result>"#),
+        ));
+        results.push(result);
+    }
+    let grounded: Vec<_> = request
+        .tools
+        .iter()
+        .flat_map(|t| t.grounded.clone())
+        .collect();
+    request.grounds = corrigible::provenance::Sources::new(prompt, &results).grounds(&grounded);
+    // Recorded from the bench (weather_14): after both lookups the model asked for Rome again.
+    let rejected = r#"{"state":"action","reason":"look up Rome","tool":"weather","tool_input":{"city":"Rome"}}"#;
+    let mut correction = correction_of(
+        &request,
+        Category::RepeatedAction,
+        rejected,
+        Some("weather"),
+        Vec::new(),
+        1,
+    );
+    let done = vec![
+        fingerprint("weather", &rome),
+        fingerprint("weather", &paris),
+    ];
+    if let Some(c) = correction.correction.as_mut() {
+        c.done_actions = done.clone();
+    }
+    let reply = ask(model, &correction);
+    assert!(
+        decoding(&reply).contains("narrowed=actions_except(2)"),
+        "{}",
+        decoding(&reply)
+    );
+    let corrected = text(&reply);
+    assert_ne!(corrected.trim(), rejected);
+    let decided = decision(&corrected);
+    assert!(
+        Allowed::ActionsExcept { actions: done }.permits(&decided),
+        "{corrected}"
+    );
+    if let Decision::Action(action) = decided
+        && action.tool == "calculator"
+    {
+        let expression = action.input["expression"].as_str().unwrap_or_default();
+        for n in corrigible::numbers::numbers_in(expression) {
+            assert!(
+                [12.6, 6.2].contains(&n.abs()),
+                "{expression} holds only the readings"
+            );
+        }
+    }
 }

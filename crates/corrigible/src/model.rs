@@ -86,7 +86,7 @@ pub struct CorrectionContext {
     pub failed_actions: Vec<String>,
     /// Which correction of this slot this is, from 1.
     pub round: u32,
-    /// How many `repeated_failed_action` rejections this slot has had.
+    /// How many `repeated_failed_action` or `repeated_action` rejections this slot has had.
     pub repeated_in_slot: u32,
     /// After `unstated_result`: the facts the tools returned, as written in their results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -94,7 +94,8 @@ pub struct CorrectionContext {
     /// After `uncovered_request`: the tools whose calls take up what the request left out.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cover_tools: Vec<String>,
-    /// After `uncovered_request`: fingerprints of the calls the run already made successfully.
+    /// After `uncovered_request` or `repeated_action`: fingerprints of the calls the run
+    /// already made successfully.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub done_actions: Vec<String>,
 }

@@ -23,10 +23,12 @@ pub enum Allowed {
         /// The tool whose input was rejected.
         tool: String,
     },
-    /// Any action except these failed ones (canonical fingerprints), or a final answer.
+    /// Any action except these (canonical fingerprints), or a final answer.
     ActionsExcept {
-        /// Fingerprints of the actions that already failed in this run.
-        failed: Vec<String>,
+        /// Fingerprints of the actions that already failed in this run, and after a
+        /// `repeated_action` also of those that succeeded.
+        #[serde(alias = "failed")]
+        actions: Vec<String>,
     },
     /// An action on any tool but these, or a final answer: the fallback of `ActionsExcept`
     /// for a decoder that cannot exclude one exact input.
@@ -61,7 +63,7 @@ impl Allowed {
         match self {
             Allowed::AnyDecision => "any_decision".into(),
             Allowed::ToolOrFinal { tool } => format!("tool_or_final({tool})"),
-            Allowed::ActionsExcept { failed } => format!("actions_except({})", failed.len()),
+            Allowed::ActionsExcept { actions } => format!("actions_except({})", actions.len()),
             Allowed::ToolsExcept { tools } => format!("tools_except({})", tools.join(",")),
             Allowed::ActionOrUnsatisfiedFinal => "action_or_unsatisfied_final".into(),
             Allowed::ActionOnly => "action_only".into(),
@@ -76,8 +78,8 @@ impl Allowed {
         match (self, decision) {
             (Allowed::AnyDecision, _) => true,
             (Allowed::ToolOrFinal { tool }, Decision::Action(a)) => &a.tool == tool,
-            (Allowed::ActionsExcept { failed }, Decision::Action(a)) => {
-                !failed.contains(&fingerprint(&a.tool, &a.input))
+            (Allowed::ActionsExcept { actions }, Decision::Action(a)) => {
+                !actions.contains(&fingerprint(&a.tool, &a.input))
             }
             (Allowed::ToolsExcept { tools }, Decision::Action(a)) => !tools.contains(&a.tool),
             (Allowed::Cover { tools, done }, Decision::Action(a)) => {
@@ -100,8 +102,8 @@ impl Allowed {
     /// reply: the failed actions' tools are excluded altogether. `None` when there is none.
     pub fn fallback(&self) -> Option<Allowed> {
         match self {
-            Allowed::ActionsExcept { failed } => {
-                let mut tools: Vec<String> = failed
+            Allowed::ActionsExcept { actions } => {
+                let mut tools: Vec<String> = actions
                     .iter()
                     .filter_map(|f| f.split_once(':').map(|(tool, _)| tool.to_string()))
                     .collect();
@@ -126,7 +128,8 @@ impl CorrectionContext {
     ///
     /// After `invalid_tool_input`: that tool or a final answer. After `repeated_failed_action`:
     /// any action but the failed ones, and after a second one in the same slot, only a final
-    /// answer. After `ungrounded_final`: an action or an unsatisfied final. After `ungrounded_argument`
+    /// answer. After `repeated_action`: any action but the failed and the successful ones, or
+    /// a final answer. After `ungrounded_final`: an action or an unsatisfied final. After `ungrounded_argument`
     /// in the first round: an action (the same tool with values from the conversation, or
     /// another tool that finds the missing value), later also an unsatisfied final. After
     /// `unstated_result`: an action, or a final that begins with a fact. After
@@ -147,7 +150,15 @@ impl CorrectionContext {
             },
             (Category::UncoveredRequest, _) => Allowed::ActionOnly,
             (Category::RepeatedFailedAction, _) => Allowed::ActionsExcept {
-                failed: self.failed_actions.clone(),
+                actions: self.failed_actions.clone(),
+            },
+            (Category::RepeatedAction, _) => Allowed::ActionsExcept {
+                actions: self
+                    .failed_actions
+                    .iter()
+                    .chain(&self.done_actions)
+                    .cloned()
+                    .collect(),
             },
             (Category::UngroundedFinal, _) => Allowed::ActionOrUnsatisfiedFinal,
             (Category::UnstatedResult, _) if !self.facts.is_empty() => Allowed::FinalStating {
@@ -221,6 +232,15 @@ mod tests {
         let c = context(Category::RepeatedFailedAction, Some("calc"), 1);
         assert!(matches!(c.allowed(), Allowed::ActionsExcept { .. }));
         let c = context(Category::RepeatedFailedAction, Some("calc"), 2);
+        assert_eq!(c.allowed(), Allowed::FinalOnly);
+        let mut c = context(Category::RepeatedAction, Some("calc"), 1);
+        c.done_actions = vec![fingerprint("calc", &json!({"x": 2}))];
+        let allowed = c.allowed();
+        assert!(!allowed.permits(&action("calc", json!({"x": 2}))));
+        assert!(!allowed.permits(&action("calc", json!({"x": 1}))));
+        assert!(allowed.permits(&action("calc", json!({"x": 3}))));
+        assert!(allowed.permits(&answer(true)));
+        c.repeated_in_slot = 2;
         assert_eq!(c.allowed(), Allowed::FinalOnly);
         let c = context(Category::UngroundedFinal, None, 0);
         assert_eq!(c.allowed(), Allowed::ActionOrUnsatisfiedFinal);

@@ -20,6 +20,9 @@ pub enum Category {
     InvalidToolInput,
     /// Same tool and canonical input as an action that already failed in this run.
     RepeatedFailedAction,
+    /// Same tool and canonical input as an action that already succeeded in this run, on a
+    /// tool that is not declared repeatable: its result is already in the conversation.
+    RepeatedAction,
     /// `satisfied: true` while every executed tool failed.
     UngroundedFinal,
     /// `satisfied: true` while the tools returned facts (numbers, short strings) and the
@@ -43,13 +46,14 @@ pub enum Category {
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 14] = [
+    pub const ALL: [Category; 15] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
         Category::UnknownTool,
         Category::InvalidToolInput,
         Category::RepeatedFailedAction,
+        Category::RepeatedAction,
         Category::UngroundedFinal,
         Category::UnstatedResult,
         Category::UngroundedArgument,
@@ -69,6 +73,7 @@ impl Category {
             Category::UnknownTool => "unknown_tool",
             Category::InvalidToolInput => "invalid_tool_input",
             Category::RepeatedFailedAction => "repeated_failed_action",
+            Category::RepeatedAction => "repeated_action",
             Category::UngroundedFinal => "ungrounded_final",
             Category::UnstatedResult => "unstated_result",
             Category::UngroundedArgument => "ungrounded_argument",
@@ -90,6 +95,7 @@ impl Category {
                 | Category::UnknownTool
                 | Category::InvalidToolInput
                 | Category::RepeatedFailedAction
+                | Category::RepeatedAction
                 | Category::UngroundedFinal
                 | Category::UnstatedResult
                 | Category::UngroundedArgument

@@ -169,6 +169,90 @@ async fn repeated_failed_action_is_never_executed_twice() {
 }
 
 #[tokio::test]
+async fn repeated_action_is_not_run_again_and_quotes_the_result() {
+    let calc = Arc::new(Calc::new());
+    let same = action("calculator", json!({"expression": "2*(3+4)"}));
+    let model = Arc::new(Scripted::texts(&[&same, &same, &final_answer(true, "14")]));
+    let report = Agent::builder_shared(model.clone())
+        .tool(calc.clone())
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    assert_eq!(calc.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(report.steps.len(), 1);
+    let c = &report.corrections[0];
+    assert_eq!(
+        (c.category, c.step, c.stage.as_str(), c.corrected),
+        (Category::RepeatedAction, 2, "step_2", true)
+    );
+    assert!(
+        c.error.contains("already succeeded") && c.error.contains("14"),
+        "{}",
+        c.error
+    );
+    let correction = model.request(2).correction.expect("a correction round");
+    assert_eq!(
+        correction.allowed(),
+        corrigible::Allowed::ActionsExcept {
+            actions: vec![corrigible::fingerprint::fingerprint(
+                "calculator",
+                &json!({"expression": "2*(3+4)"})
+            )]
+        }
+    );
+    assert!(report.satisfied);
+    assert_eq!(report.final_summary.as_deref(), Some("14"));
+}
+
+#[tokio::test]
+async fn a_repeatable_tool_runs_the_same_call_again() {
+    let mut status = Flaky::new("job_status", 0);
+    status.repeatable = true;
+    let status = Arc::new(status);
+    let same = action("job_status", json!({"q": "job-7"}));
+    let model = Arc::new(Scripted::texts(&[
+        &same,
+        &same,
+        &final_answer(true, "the answer is 42"),
+    ]));
+    let report = Agent::builder_shared(model)
+        .tool(status.clone())
+        .build()
+        .unwrap()
+        .run("Poll job-7")
+        .await
+        .unwrap();
+    assert_eq!(status.calls.load(Ordering::SeqCst), 2);
+    assert!(report.corrections.is_empty(), "{:?}", report.corrections);
+    assert_eq!(report.steps.len(), 2);
+}
+
+#[tokio::test]
+async fn the_policy_declares_a_tool_repeatable() {
+    let calc = Arc::new(Calc::new());
+    let same = action("calculator", json!({"expression": "2*(3+4)"}));
+    let model = Arc::new(Scripted::texts(&[&same, &same, &final_answer(true, "14")]));
+    let report = Agent::builder_shared(model)
+        .tool(calc.clone())
+        .tool_policy(
+            "calculator",
+            ToolPolicy {
+                repeatable: Some(true),
+                ..Default::default()
+            },
+        )
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    assert_eq!(calc.calls.load(Ordering::SeqCst), 2);
+    assert!(report.corrections.is_empty(), "{:?}", report.corrections);
+}
+
+#[tokio::test]
 async fn repeated_action_with_reordered_keys_and_respelled_numbers_is_caught() {
     let flaky = Arc::new(Flaky::new("lookup", 100));
     let model = Arc::new(Scripted::texts(&[

@@ -231,18 +231,20 @@ impl<'a> Run<'a> {
             {
                 self.state.coverage_asked = true;
             }
-            if rejections
-                .iter()
-                .any(|(r, _)| r.category == Category::RepeatedFailedAction)
-            {
+            if rejections.iter().any(|(r, _)| {
+                matches!(
+                    r.category,
+                    Category::RepeatedFailedAction | Category::RepeatedAction
+                )
+            }) {
                 repeated += 1;
             }
             round += 1;
             let signature = signature(&reply);
-            let (cover_tools, done_actions) = if first.category == Category::UncoveredRequest {
-                self.cover()
-            } else {
-                (Vec::new(), Vec::new())
+            let (cover_tools, done_actions) = match first.category {
+                Category::UncoveredRequest => self.cover(),
+                Category::RepeatedAction => (Vec::new(), self.done()),
+                _ => (Vec::new(), Vec::new()),
             };
             correction = Some(CorrectionContext {
                 category: first.category,
@@ -342,13 +344,16 @@ impl<'a> Run<'a> {
             .collect();
         tools.sort();
         tools.dedup();
-        let done = self
-            .state
+        (tools, self.done())
+    }
+
+    /// Fingerprints of the calls the run already made successfully.
+    fn done(&self) -> Vec<String> {
+        self.state
             .results
             .iter()
             .map(|s| fingerprint(&s.tool, &s.input))
-            .collect();
-        (tools, done)
+            .collect()
     }
 
     /// What the request asks about that the run's successful calls have not taken up.

@@ -4,7 +4,7 @@ use crate::fingerprint::fingerprint;
 use crate::grounding::{Evidence, Grounding};
 use crate::rejection::{Category, Rejection};
 
-/// Longest tool result quoted back in an `unstated_result` rejection, in characters.
+/// Longest tool result quoted back in a rejection, in characters.
 const MAX_SHOWN_RESULT_CHARS: usize = 300;
 
 /// Most facts an `unstated_result` correction narrows to.
@@ -44,6 +44,10 @@ impl Run<'_> {
                     )
                     .with_tool(action.tool.clone()));
                 }
+                if let Some(message) = self.repeated_success(&action.tool, &print) {
+                    return Err(Rejection::new(Category::RepeatedAction, message)
+                        .with_tool(action.tool.clone()));
+                }
             }
             Decision::Final(answer) => {
                 if answer.satisfied && self.state.executed > 0 && !self.state.any_ok {
@@ -77,6 +81,24 @@ impl Run<'_> {
         Ok(decision)
     }
 
+    /// Why an action with fingerprint `print` is not run again: the same call already
+    /// succeeded in this run, and `tool` is not declared repeatable.
+    fn repeated_success(&self, tool: &str, print: &str) -> Option<String> {
+        if self.policy.repeatable(tool, self.tools.repeatable(tool)) {
+            return None;
+        }
+        let done = self
+            .state
+            .results
+            .iter()
+            .find(|s| s.tool == tool && fingerprint(&s.tool, &s.input) == print)?;
+        Some(format!(
+            "this exact call already succeeded in this run and returned {}; use that result: \
+             make a different call, or give the final answer with the values it returned",
+            shown(&done.output)
+        ))
+    }
+
     /// Why `summary` is unsupported when tools returned facts and it states none of them.
     fn unstated_results(&self, summary: &str) -> Option<String> {
         let evidence = Evidence::new(self.state.results.iter().map(|s| &s.output), &self.request);
@@ -85,17 +107,10 @@ impl Run<'_> {
         }
         let last = self.state.results.last()?;
         let tool = &last.tool;
-        let mut shown = last.output.to_string();
-        if shown.chars().count() > MAX_SHOWN_RESULT_CHARS {
-            shown = shown
-                .chars()
-                .take(MAX_SHOWN_RESULT_CHARS)
-                .collect::<String>()
-                + "…";
-        }
         Some(format!(
             "satisfied is true but the answer states nothing the tools returned; answer with \
-             the values the user asked for, from the result of {tool}: {shown}"
+             the values the user asked for, from the result of {tool}: {}",
+            shown(&last.output)
         ))
     }
 
@@ -117,4 +132,16 @@ impl Run<'_> {
             names.join(", ")
         )
     }
+}
+
+/// A tool result as quoted back in a rejection: its JSON, cut at [`MAX_SHOWN_RESULT_CHARS`].
+fn shown(output: &serde_json::Value) -> String {
+    let text = output.to_string();
+    if text.chars().count() <= MAX_SHOWN_RESULT_CHARS {
+        return text;
+    }
+    text.chars()
+        .take(MAX_SHOWN_RESULT_CHARS)
+        .collect::<String>()
+        + "…"
 }

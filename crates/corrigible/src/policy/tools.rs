@@ -30,6 +30,9 @@ pub struct ToolPolicy {
     pub max_rejections: Option<u32>,
     /// Declares the tool idempotent or not, overriding what the tool says of itself.
     pub idempotent: Option<bool>,
+    /// Declares whether an identical call may run again after a success in one run (a polling
+    /// tool), overriding what the tool says of itself.
+    pub repeatable: Option<bool>,
 }
 
 /// Which tools get automatic execution retries at all.
@@ -127,6 +130,14 @@ impl Policy {
             .get(tool)
             .and_then(|t| t.max_rejections)
             .unwrap_or(self.max_rejections)
+    }
+
+    /// Whether an identical call of `tool` may run again after it succeeded, after overrides.
+    pub fn repeatable(&self, tool: &str, tool_says_repeatable: bool) -> bool {
+        self.tools
+            .get(tool)
+            .and_then(|t| t.repeatable)
+            .unwrap_or(tool_says_repeatable)
     }
 
     /// Whether `tool` is idempotent, after overrides.

@@ -53,6 +53,13 @@ pub trait Tool: Send + Sync {
         true
     }
 
+    /// Whether calling it again with the same input in one run can return something new (a
+    /// job's status, a queue's next item). Otherwise an identical call after a success is
+    /// rejected as `repeated_action`: its result is already in the conversation.
+    fn repeatable(&self) -> bool {
+        false
+    }
+
     /// Executes the tool on an input that already passed the schema.
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutcome;
 }
@@ -77,6 +84,10 @@ impl<T: Tool + ?Sized> Tool for std::sync::Arc<T> {
 
     fn idempotent(&self) -> bool {
         (**self).idempotent()
+    }
+
+    fn repeatable(&self) -> bool {
+        (**self).repeatable()
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {

@@ -99,6 +99,11 @@ impl ToolRegistry {
         self.entry(name).map_or(&[], |e| e.spec.grounded.as_slice())
     }
 
+    /// Whether `name` declares that an identical call can return something new in one run.
+    pub fn repeatable(&self, name: &str) -> bool {
+        self.entry(name).is_some_and(|e| e.tool.repeatable())
+    }
+
     /// The names of the registered tools, in registration order.
     pub fn names(&self) -> Vec<&str> {
         self.entries.iter().map(|e| e.spec.name.as_str()).collect()

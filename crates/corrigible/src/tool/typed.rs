@@ -28,6 +28,12 @@ pub trait TypedTool: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Whether the same call can return something new later in one run (see
+    /// [`Tool::repeatable`]).
+    fn repeatable(&self) -> bool {
+        false
+    }
+
     /// Executes the tool.
     async fn call(&self, input: Self::Input, ctx: &ToolContext) -> ToolOutcome;
 }
@@ -56,6 +62,10 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn idempotent(&self) -> bool {
         self.0.idempotent()
+    }
+
+    fn repeatable(&self) -> bool {
+        self.0.repeatable()
     }
 
     fn grounded_arguments(&self) -> Vec<GroundedArgument> {

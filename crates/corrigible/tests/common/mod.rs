@@ -131,6 +131,7 @@ pub struct Flaky {
     pub name: &'static str,
     pub fail: u32,
     pub idempotent: bool,
+    pub repeatable: bool,
     pub fatal: bool,
     pub calls: AtomicU32,
 }
@@ -141,6 +142,7 @@ impl Flaky {
             name,
             fail,
             idempotent: true,
+            repeatable: false,
             fatal: false,
             calls: AtomicU32::new(0),
         }
@@ -160,6 +162,9 @@ impl Tool for Flaky {
     }
     fn idempotent(&self) -> bool {
         self.idempotent
+    }
+    fn repeatable(&self) -> bool {
+        self.repeatable
     }
     async fn call(&self, _input: Value, _ctx: &ToolContext) -> ToolOutcome {
         let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
