@@ -87,6 +87,28 @@ async fn max_actions_stops_a_model_that_never_finishes() {
 }
 
 #[tokio::test]
+async fn a_model_repeating_a_successful_call_stops_at_the_correction_bound() {
+    let calc = Arc::new(Calc::new());
+    let same = action("calculator", json!({"expression": "2*(3+4)"}));
+    let replies = vec![same.as_str(); 20];
+    let model = Arc::new(Scripted::texts(&replies));
+    let report = Agent::builder_shared(model.clone())
+        .tool(calc.clone())
+        .build()
+        .unwrap()
+        .run("loop")
+        .await
+        .unwrap();
+    assert_eq!(calc.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(report.stop_reason, StopReason::CorrectionsExhausted);
+    assert_eq!(report.usage.model_calls, 4);
+    assert_eq!(model.remaining(), 16);
+    let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
+    assert_eq!(categories, [Category::RepeatedAction; 3]);
+    assert!(!report.satisfied);
+}
+
+#[tokio::test]
 async fn corrections_do_not_consume_actions() {
     let mut replies = Vec::new();
     for i in 0..3 {
