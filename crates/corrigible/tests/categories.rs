@@ -207,6 +207,37 @@ async fn repeated_action_is_not_run_again_and_quotes_the_result() {
 }
 
 #[tokio::test]
+async fn of_two_identical_parallel_calls_only_the_first_runs() {
+    let calc = Arc::new(Calc::new());
+    let args = "{\"expression\": \"2*(3+4)\"}";
+    let model = Arc::new(Scripted::new(vec![
+        Ok(calls(&[
+            ("call_1", "calculator", args),
+            ("call_2", "calculator", args),
+        ])),
+        Ok(calls(&[(
+            "call_3",
+            "final_answer",
+            "{\"satisfied\": true, \"final_summary\": \"14\"}",
+        )])),
+    ]));
+    let report = Agent::builder_shared(model.clone())
+        .tool(calc.clone())
+        .protocol(Protocol::Native)
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    assert_eq!(calc.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(report.steps.len(), 1);
+    assert_eq!(report.corrections[0].category, Category::RepeatedAction);
+    let feedback = model.request(1).messages.last().unwrap().clone();
+    assert_eq!(feedback.tool_call_id.as_deref(), Some("call_2"));
+    assert!(report.satisfied);
+}
+
+#[tokio::test]
 async fn a_repeatable_tool_runs_the_same_call_again() {
     let mut status = Flaky::new("job_status", 0);
     status.repeatable = true;
