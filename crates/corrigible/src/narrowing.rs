@@ -99,7 +99,7 @@ impl Allowed {
 
 impl Allowed {
     /// A stricter rule to fall back on when replies under this one keep repeating the rejected
-    /// reply: the failed actions' tools are excluded altogether. `None` when there is none.
+    /// reply: the excluded actions' tools are excluded altogether. `None` when there is none.
     pub fn fallback(&self) -> Option<Allowed> {
         match self {
             Allowed::ActionsExcept { actions } => {
