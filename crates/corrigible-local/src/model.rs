@@ -11,8 +11,8 @@ use candle_core::Device;
 use candle_core::quantized::gguf_file;
 use corrigible::decision::with_grounds;
 use corrigible::{
-    Allowed, Category, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest,
-    Protocol, Usage,
+    Allowed, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol,
+    Usage,
 };
 use serde_json::Value;
 
@@ -294,11 +294,7 @@ impl Inner {
         let mut plan = CorrectionDecoding::new(&self.config, correction);
         let mut output_tokens = 0;
         let mut greedy_repeat = None;
-        let hold_numbers = matches!(
-            correction.category,
-            Category::UngroundedArgument | Category::UncoveredRequest | Category::RepeatedAction
-        );
-        let tools = with_grounds(&request.tools, &request.grounds, hold_numbers);
+        let tools = with_grounds(&request.tools, &request.grounds, correction.holds_numbers());
         loop {
             let schema = narrowed_schema(&tools, constrain, &allowed, self.caps());
             let greedy = matches!(plan.sampler(), Sampler::Greedy);

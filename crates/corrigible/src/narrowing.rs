@@ -168,6 +168,16 @@ impl CorrectionContext {
         }
     }
 
+    /// Whether this round holds a `numbers` argument to the conversation's numbers: after a
+    /// made-up number, and in rounds that call for a calculation over the results the run has
+    /// (`uncovered_request`, `repeated_action`).
+    pub fn holds_numbers(&self) -> bool {
+        matches!(
+            self.category,
+            Category::UngroundedArgument | Category::UncoveredRequest | Category::RepeatedAction
+        )
+    }
+
     /// Whether a candidate reply `text` for this round would repeat what was rejected: the same
     /// text as the rejected reply, or a decision the round does not allow.
     pub fn repeats(&self, text: &str) -> bool {
