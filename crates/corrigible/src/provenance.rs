@@ -3,13 +3,16 @@
 //! A tool declares which of its arguments are grounded ([`GroundedArgument`]): a `copied`
 //! string (a city, a name) must be written somewhere in the user's request or in an earlier
 //! tool result; the `numbers` of a string (an arithmetic expression) must each be a number of
-//! the request or of a result, small whole numbers aside. An action that breaks this is
+//! the request (in digits or in words) or of a result, small whole numbers and the constants
+//! the request's units imply aside. An action that breaks this is
 //! rejected as `ungrounded_argument`, and a model that owns its decoder can be held to the
 //! [`Sources::copies`] of a copied argument from the start.
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::implied::{implied_constants, is_implied};
+use crate::number_words::numbers_in_words;
 use crate::numbers::numbers_in;
 
 /// Longest span of the request, in words, offered to a copied argument.
@@ -31,8 +34,9 @@ const MAX_FREE_WHOLE: f64 = 99.0;
 pub enum Provenance {
     /// The whole string appears in the request or in a tool result (case ignored).
     Copied,
-    /// Every number written in the string appears in the request or in a tool result, or is
-    /// a whole number up to 99.
+    /// Every number written in the string appears in the request (in digits or in words) or
+    /// in a tool result, is a constant the request's units imply (100 for a percentage, 3600
+    /// for hours), or is a whole number up to 99.
     Numbers,
 }
 
@@ -70,7 +74,9 @@ pub struct Grounds {
     /// The values a `copied` argument may take.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub copies: Vec<String>,
-    /// The numbers of the conversation, for a `numbers` argument.
+    /// The numbers of the conversation, in digits or in words, for a `numbers` argument. The
+    /// constants its units imply are accepted but not held to: offered 1000 for "342 km on
+    /// 38 litres", the embedded model wrote `342 / 1000`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub numbers: Vec<String>,
 }
@@ -88,14 +94,18 @@ pub struct Sources {
     request: String,
     results: Vec<String>,
     numbers: Vec<f64>,
+    implied: Vec<f64>,
 }
 
 impl Sources {
     /// The sources of a run with `request` and the successful tool `results` so far.
     pub fn new<'a>(request: &str, results: impl IntoIterator<Item = &'a Value>) -> Self {
+        let mut numbers = numbers_in(request);
+        numbers.extend(numbers_in_words(request));
         let mut sources = Sources {
             request: request.to_string(),
-            numbers: numbers_in(request),
+            numbers,
+            implied: implied_constants(request),
             ..Sources::default()
         };
         for result in results {
@@ -153,7 +163,13 @@ impl Sources {
         if made_up.is_empty() {
             return None;
         }
-        let given: Vec<String> = self.numbers.iter().map(|n| n.to_string()).collect();
+        let mut given: Vec<String> = Vec::new();
+        for n in &self.numbers {
+            let text = n.to_string();
+            if !given.contains(&text) {
+                given.push(text);
+            }
+        }
         let offered = if given.is_empty() {
             "the request gives its numbers in words; write them as digits".to_string()
         } else {
@@ -167,6 +183,7 @@ impl Sources {
 
     fn founds(&self, n: f64) -> bool {
         (n.fract() == 0.0 && n.abs() <= MAX_FREE_WHOLE)
+            || is_implied(n, &self.implied)
             || self
                 .numbers
                 .iter()
@@ -181,8 +198,7 @@ impl Sources {
             grounds.copies = self.copies();
         }
         if kinds.contains(&Provenance::Numbers) {
-            for n in &self.numbers {
-                let text = n.abs().to_string();
+            for text in self.numbers.iter().map(|n| n.abs().to_string()) {
                 if !grounds.numbers.contains(&text) {
                     grounds.numbers.push(text);
                 }
@@ -307,10 +323,51 @@ mod tests {
         assert!(message.contains("176.4, 100"), "{message}");
         assert!(message.contains("1764"), "{message}");
         let words = Sources::new("How much is one eighth as a decimal?", []);
+        assert_eq!(words.check(&expr, &json!({"expression": "1 / 8"})), None);
         let message = words
             .check(&expr, &json!({"expression": "1234.08"}))
             .expect("made up");
+        assert!(
+            message.contains("use the numbers given: 1, 8, 0.125"),
+            "{message}"
+        );
+        let none = Sources::new("How much is that?", []);
+        let message = none
+            .check(&expr, &json!({"expression": "1234.08"}))
+            .expect("made up");
         assert!(message.contains("in words"), "{message}");
+    }
+
+    #[test]
+    fn numbers_in_words_and_implied_constants_are_grounded() {
+        let expr = [GroundedArgument::numbers("expression")];
+        let ok = |request: &str, expression: &str| {
+            Sources::new(request, [])
+                .check(&expr, &json!({ "expression": expression }))
+                .is_none()
+        };
+        assert!(ok("What's 7.5 percent of 640?", "640 * 7.5 / 100"));
+        assert!(ok("What is two thousand divided by four?", "2000 / 4"));
+        assert!(ok("How many seconds are there in 3 days?", "3 * 86400"));
+        assert!(ok(
+            "Convert 212 degrees Fahrenheit to Celsius.",
+            "(212 - 32) / 1.8"
+        ));
+        assert!(ok("How far is 26.2 miles in km?", "26.2 * 1.609"));
+        assert!(!ok(
+            "I drove 342 km on 38 litres. Km per litre?",
+            "342 / 100"
+        ));
+        assert!(!ok("How much is 48 times 12?", "48 * 12 * 1000"));
+    }
+
+    #[test]
+    fn held_numbers_are_those_given_in_digits_or_words() {
+        let expr = [GroundedArgument::numbers("expression")];
+        let percent = Sources::new("What's 7.5 percent of 640?", []).grounds(&expr);
+        assert_eq!(percent.numbers, ["7.5", "640"]);
+        let eighth = Sources::new("How much is one eighth as a decimal?", []).grounds(&expr);
+        assert_eq!(eighth.numbers, ["1", "8", "0.125"]);
     }
 
     #[test]

@@ -97,6 +97,38 @@ async fn a_made_up_number_is_rejected_and_never_executed() {
 }
 
 #[tokio::test]
+async fn numbers_in_words_and_implied_constants_run_without_a_correction() {
+    for (request, expression) in [
+        ("What's 7.5 percent of 640?", "640 * 7.5 / 100"),
+        ("What is two thousand divided by four?", "2000 / 4"),
+        ("How many seconds are there in 3 days?", "3 * 86400"),
+    ] {
+        // The test calculator returns the expression's length.
+        let answer = format!("It is {}.", expression.len());
+        let calc = Arc::new(GroundedCalc(Calc::new()));
+        let model = Arc::new(Scripted::texts(&[
+            &action("calculator", json!({ "expression": expression })),
+            &final_answer(true, &answer),
+        ]));
+        let mut tools = ToolRegistry::new();
+        tools.register(calc.clone()).unwrap();
+        let report = Agent::builder_shared(model)
+            .tools(tools)
+            .build()
+            .unwrap()
+            .run(request)
+            .await
+            .unwrap();
+        assert!(
+            report.corrections.is_empty(),
+            "{request}: {:?}",
+            report.corrections
+        );
+        assert_eq!(calc.0.calls.load(Ordering::SeqCst), 1, "{request}");
+    }
+}
+
+#[tokio::test]
 async fn a_copied_argument_comes_from_the_request_or_an_earlier_result() {
     let model = Arc::new(Scripted::texts(&[
         &action("lookup", json!({"city": "Sydney"})),
