@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use crate::constraint::Constraint;
 use crate::error::LocalError;
 use crate::llama::Llama;
+use crate::loop_guard::{MAX_CUTS, force_close, trailing_loop};
 use crate::sampler::Sampler;
 
 /// Longest slice of the prompt fed to the model in one forward pass.
@@ -39,6 +40,8 @@ pub struct Generation {
     /// At each generated position, how far the chosen token's logit was above the next allowed
     /// one (infinite where only one token was allowed): small where the model hesitated.
     pub margins: Vec<f32>,
+    /// Degenerate loops rolled back to one copy (see [`crate::loop_guard`]).
+    pub loops_cut: usize,
 }
 
 impl Generation {
@@ -77,6 +80,9 @@ pub struct DecodeParams<'a> {
     pub constraint: Option<Constraint>,
     /// A token refused after a given prefix, if any.
     pub ban: Option<Ban>,
+    /// The tokens that close a JSON string, to end a cut loop with; `None` turns the loop
+    /// guard off.
+    pub closers: Option<&'a [u32]>,
 }
 
 /// The transformer and the tokens whose keys and values it holds.
@@ -157,6 +163,8 @@ impl Runner {
         let start = Instant::now();
         let mut tokens = Vec::new();
         let mut margins = Vec::new();
+        let mut loops_cut = 0;
+        let mut cut_restart: Option<u32> = None;
         let stop = loop {
             if let Some(c) = params.constraint.as_mut() {
                 c.mask(&mut logits)?;
@@ -169,6 +177,14 @@ impl Runner {
                         *l = f32::NEG_INFINITY;
                     }
                 }
+            }
+            if let Some(restart) = cut_restart.take()
+                && !params
+                    .closers
+                    .is_some_and(|closers| force_close(&mut logits, closers))
+                && let Some(l) = logits.get_mut(restart as usize)
+            {
+                *l = f32::NEG_INFINITY;
             }
             margins.push(top_margin(&logits));
             let Some(token) = params.sampler.pick(&logits) else {
@@ -189,6 +205,26 @@ impl Runner {
             if tokens.len() >= max_tokens {
                 break StopReason::MaxTokens;
             }
+            if params.closers.is_some()
+                && loops_cut < MAX_CUTS
+                && let Some(found) = trailing_loop(&tokens)
+            {
+                let keep = found.keep();
+                let dropped = tokens.len() - keep;
+                if let Some(c) = params.constraint.as_mut() {
+                    c.rollback(dropped)?;
+                }
+                tokens.truncate(keep);
+                margins.truncate(keep);
+                // The last kept token is fed again for the logits after it.
+                let fed = prompt.len() + keep - 1;
+                self.llama.truncate_cache(fed);
+                self.cached.truncate(fed);
+                self.feed(&tokens[keep - 1..], &mut logits)?;
+                cut_restart = Some(tokens[found.start]);
+                loops_cut += 1;
+                continue;
+            }
             self.feed(&[token], &mut logits)?;
         };
         Ok(Generation {
@@ -199,6 +235,7 @@ impl Runner {
             prefill_time,
             decode_time: start.elapsed(),
             margins,
+            loops_cut,
         })
     }
 }
@@ -237,6 +274,7 @@ mod tests {
             prefill_time: Duration::ZERO,
             decode_time: Duration::ZERO,
             margins: vec![f32::INFINITY, 0.7, 0.2, 0.1],
+            loops_cut: 0,
         };
         assert_eq!(generation.least_certain(), Some(2));
         let forced = Generation {

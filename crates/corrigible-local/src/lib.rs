@@ -18,6 +18,7 @@ mod correction;
 mod error;
 mod generate;
 mod llama;
+mod loop_guard;
 mod model;
 mod path;
 mod sampler;

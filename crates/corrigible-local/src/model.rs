@@ -40,6 +40,8 @@ struct Inner {
     tokenizer: Tokenizer,
     template: ChatTemplate,
     load_time: Duration,
+    /// The tokens that close a JSON string, for the loop guard.
+    closers: Vec<u32>,
     state: Mutex<State>,
 }
 
@@ -71,6 +73,16 @@ pub fn inference_threads() -> usize {
 fn token_spelling(tokenizer: &Tokenizer, id: Option<u32>) -> String {
     id.and_then(|id| tokenizer.token_name(id))
         .unwrap_or_default()
+}
+
+/// The tokens whose text begins with `"`, which close a JSON string; a token that does not
+/// decode on its own (part of a UTF-8 sequence) is none.
+fn string_closers(tokenizer: &Tokenizer) -> Vec<u32> {
+    let vocab: Vec<(u32, String)> = (0..tokenizer.vocab_size())
+        .filter_map(|id| u32::try_from(id).ok())
+        .filter_map(|id| tokenizer.decode(&[id]).ok().map(|text| (id, text)))
+        .collect();
+    crate::loop_guard::closers(vocab.iter().map(|(id, text)| (*id, text.as_str())))
 }
 
 fn model_name(path: &Path) -> String {
@@ -114,6 +126,7 @@ impl LocalModel {
         let llama = crate::llama::load(&content, &mut reader, config.weights, &Device::Cpu)
             .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
         let guide = Guide::new(&tokenizer, llama.vocab_size())?;
+        let closers = string_closers(&tokenizer);
         Ok(Self {
             constrain: config.constrain,
             inner: Arc::new(Inner {
@@ -122,6 +135,7 @@ impl LocalModel {
                 tokenizer,
                 template,
                 load_time: start.elapsed(),
+                closers,
                 state: Mutex::new(State {
                     runner: Runner::new(llama),
                     guide,
@@ -190,6 +204,7 @@ impl LocalModel {
             sampler: Sampler::Greedy,
             constraint: None,
             ban: None,
+            closers: None,
         };
         self.inner.lock().runner.generate(prompt, params)
     }
@@ -245,6 +260,7 @@ impl Inner {
             sampler,
             constraint,
             ban,
+            closers: Some(&self.closers),
         };
         state.runner.generate(prompt, params)
     }
@@ -403,7 +419,10 @@ fn reply(
         },
         prompt_tokens_reused: Some(generation.reused as u64),
         transport_retries: 0,
-        decoding: Some(decoding),
+        decoding: Some(match generation.loops_cut {
+            0 => decoding,
+            n => format!("{decoding} loops_cut={n}"),
+        }),
     }
 }
 

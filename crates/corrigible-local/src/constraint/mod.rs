@@ -89,6 +89,11 @@ impl Constraint {
         self.matcher.consume_token(token).map_err(constraint_error)
     }
 
+    /// Takes back the last `n` tokens.
+    pub fn rollback(&mut self, n: usize) -> Result<(), LocalError> {
+        self.matcher.rollback(n).map_err(constraint_error)
+    }
+
     /// Whether the grammar is complete and admits nothing more.
     pub fn is_stopped(&self) -> bool {
         self.matcher.is_stopped()
