@@ -71,8 +71,20 @@ async fn what_was_left_out_is_noted_beside_the_result() {
     let claimed = value("12 + 3 + 4 = 18").await;
     assert_eq!(claimed["result"], json!(19));
     let note = claimed["note"].as_str().unwrap();
+    assert_eq!(note, "the claim after `=` is wrong: the left side is 19");
+    let chain = value("45% of 360 = 0.45 x 360 = 180").await;
+    assert_eq!(chain["result"], json!(162));
+    assert!(
+        chain["note"].as_str().unwrap().contains("is wrong"),
+        "{chain}"
+    );
+    let words = value("12 + 3 = fifteen").await;
+    let note = words["note"].as_str().unwrap();
     assert!(note.contains("claim after `=` was not checked"), "{note}");
-    assert!(!note.contains("18"), "{note}");
+
+    assert_eq!(value("12 + 3 + 4 = 19").await, json!(19), "a true claim");
+    assert_eq!(value("10 / 3 = 3.33").await, json!(3.33333333333333));
+    assert_eq!(value("45% of 360 = 0.45 * 360 = 162").await, json!(162));
 
     let units = value("72 km/h * 2.5 h").await;
     assert_eq!(units["result"], json!(180));

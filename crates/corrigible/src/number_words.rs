@@ -82,7 +82,8 @@ pub fn numbers_in_words(text: &str) -> Vec<f64> {
         let word = words[i].as_str();
         if let Some(denominator) = denominator(word) {
             out.extend([denominator, 1.0 / denominator]);
-        } else if let Ok(digits) = word.replace(',', "").parse::<f64>()
+        } else if word.starts_with(|c: char| c.is_ascii_digit())
+            && let Ok(digits) = word.replace(',', "").parse::<f64>()
             && let Some(scale) = words.get(i + 1).and_then(|w| scale(w))
         {
             out.extend([scale, digits * scale]);
@@ -92,6 +93,7 @@ pub fn numbers_in_words(text: &str) -> Vec<f64> {
         }
         i += 1;
     }
+    out.retain(|n| n.is_finite());
     out
 }
 
@@ -228,5 +230,26 @@ mod tests {
     fn text_without_number_words_gives_none() {
         assert!(numbers_in_words("What time is it in Tokyo? A second please.").is_empty());
         assert!(numbers_in_words("Is it someone's turn? Tenthousand").is_empty());
+    }
+
+    proptest::proptest! {
+        #[test]
+        fn any_text_is_read_without_panic_into_finite_numbers(
+            words in proptest::collection::vec(
+                proptest::sample::select(vec![
+                    "one", "twenty-five", "hundred", "and", "a", "thousand", "dozen", "half",
+                    "thirds", "1.5", "million", "-", "eighth", "seconds", "0", "1,000", "1e308", "inf", "…", "",
+                ]),
+                0..14,
+            ),
+            free in "\\PC{0,40}",
+        ) {
+            for text in [words.join(" "), free] {
+                for n in numbers_in_words(&text) {
+                    proptest::prop_assert!(n.is_finite(), "{text}: {n}");
+                }
+                let _ = crate::implied::implied_constants(&text);
+            }
+        }
     }
 }

@@ -68,10 +68,19 @@ impl TypedTool for Calculator {
 /// The tool's output: the number, or the number with a note on what was left out.
 fn result(evaluation: &Evaluation) -> Value {
     let mut notes = Vec::new();
-    if evaluation.claim.is_some() {
-        notes.push(
+    let value = to_json_number(evaluation.value);
+    match evaluation
+        .claim
+        .as_deref()
+        .map(|c| claim_holds(evaluation.value, c))
+    {
+        None | Some(Some(true)) => {}
+        Some(Some(false)) => notes.push(format!(
+            "the claim after `=` is wrong: the left side is {value}"
+        )),
+        Some(None) => notes.push(
             "the claim after `=` was not checked: this is the value of the left side".to_string(),
-        );
+        ),
     }
     if !evaluation.units.is_empty() {
         notes.push(format!(
@@ -79,11 +88,30 @@ fn result(evaluation: &Evaluation) -> Value {
             evaluation.units.join(", ")
         ));
     }
-    let value = to_json_number(evaluation.value);
     if notes.is_empty() {
         value
     } else {
         json!({"result": value, "note": notes.join("; ")})
+    }
+}
+
+/// Whether every part of a `= claim` chain equals `value`, a number written with decimals to
+/// those decimals (`= 3.33` holds for 10/3); `None` when a part is not arithmetic.
+fn claim_holds(value: f64, claim: &str) -> Option<bool> {
+    let evaluation = evaluate_noted(claim).ok()?;
+    let part = claim.split('=').next().unwrap_or(claim).trim();
+    let decimals = match part.split_once('.') {
+        Some((_, d)) if part.parse::<f64>().is_ok() => i32::try_from(d.len()).ok(),
+        _ => None,
+    };
+    let tolerance = match decimals {
+        Some(d) => 0.5 * 10f64.powi(-d),
+        None => 1e-9 * value.abs().max(1.0),
+    };
+    let holds = (evaluation.value - value).abs() <= tolerance;
+    match evaluation.claim.as_deref() {
+        None => Some(holds),
+        Some(rest) => Some(holds && claim_holds(value, rest)?),
     }
 }
 
