@@ -171,7 +171,9 @@ impl Sources {
             }
         }
         let offered = if given.is_empty() {
-            "the request gives its numbers in words; write them as digits".to_string()
+            "no number is given yet: call a tool that returns the values first, or write the \
+             request's numbers as digits"
+                .to_string()
         } else {
             format!("use the numbers given: {}", given.join(", "))
         };
@@ -331,11 +333,11 @@ mod tests {
             message.contains("use the numbers given: 1, 8, 0.125"),
             "{message}"
         );
-        let none = Sources::new("How much is that?", []);
+        let none = Sources::new("What's the average temperature in London and Paris?", []);
         let message = none
             .check(&expr, &json!({"expression": "1234.08"}))
             .expect("made up");
-        assert!(message.contains("in words"), "{message}");
+        assert!(message.contains("no number is given yet"), "{message}");
     }
 
     #[test]
