@@ -135,6 +135,7 @@ mod tests {
             facts: Vec::new(),
             cover_tools: Vec::new(),
             done_actions: Vec::new(),
+            no_numbers_yet: false,
         }
     }
 

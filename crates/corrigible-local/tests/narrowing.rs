@@ -56,6 +56,7 @@ fn correction_of(
         facts: Vec::new(),
         cover_tools: Vec::new(),
         done_actions: Vec::new(),
+        no_numbers_yet: false,
     });
     corrected
 }

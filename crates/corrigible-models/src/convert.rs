@@ -115,6 +115,13 @@ pub(crate) fn forced(request: &ModelRequest) -> Option<Forced<'_>> {
         {
             return Some(Forced::Tool(spec.name.as_str()));
         }
+        Allowed::ActionOnOtherTools { tools } => {
+            let others = request
+                .tools
+                .iter()
+                .any(|t| t.name != FINAL_ANSWER && !tools.contains(&t.name));
+            return others.then_some(Forced::AnyAction);
+        }
         Allowed::ActionOnly | Allowed::Cover { .. } => {
             let actions = request.tools.iter().any(|t| t.name != FINAL_ANSWER);
             return actions.then_some(Forced::AnyAction);
@@ -133,13 +140,17 @@ pub(crate) fn forced_tool(request: &ModelRequest) -> Option<&str> {
 }
 
 /// The tools a native request declares: all of them, but `final_answer` when only an action
-/// is allowed.
+/// is allowed, and but the excluded tools when only an action on other tools is.
 pub(crate) fn declared_tools(request: &ModelRequest) -> impl Iterator<Item = &ToolSpec> {
     let action_only = forced(request) == Some(Forced::AnyAction);
+    let excluded = match request.correction.as_ref().map(|c| c.allowed()) {
+        Some(Allowed::ActionOnOtherTools { tools }) if action_only => tools,
+        _ => Vec::new(),
+    };
     request
         .tools
         .iter()
-        .filter(move |t| !(action_only && t.name == FINAL_ANSWER))
+        .filter(move |t| !(action_only && t.name == FINAL_ANSWER) && !excluded.contains(&t.name))
 }
 
 /// Whether `schema` meets OpenAI's strict mode: every object lists its properties, requires all

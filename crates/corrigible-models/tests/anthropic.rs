@@ -245,6 +245,7 @@ async fn corrections_force_the_tool() {
         facts: Vec::new(),
         cover_tools: Vec::new(),
         done_actions: Vec::new(),
+        no_numbers_yet: false,
     };
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();

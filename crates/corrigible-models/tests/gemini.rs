@@ -289,6 +289,7 @@ async fn corrections_narrow_the_allowed_functions() {
         facts: Vec::new(),
         cover_tools: Vec::new(),
         done_actions: Vec::new(),
+        no_numbers_yet: false,
     };
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();

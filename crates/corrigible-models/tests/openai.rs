@@ -378,6 +378,7 @@ fn correction(category: Category, tool: Option<&str>, repeated: u32) -> Correcti
         facts: Vec::new(),
         cover_tools: Vec::new(),
         done_actions: Vec::new(),
+        no_numbers_yet: false,
     }
 }
 
@@ -423,6 +424,30 @@ async fn corrections_narrow_the_tool_choice() {
         ["weather"],
         "an action-only round declares no final_answer"
     );
+}
+
+#[tokio::test]
+async fn with_no_number_yet_the_round_requires_another_tool() {
+    let reply = || Canned::ok(tool_calls(&[("call_1", "weather", "{\"city\":\"Paris\"}")]));
+    let server = FakeServer::start(vec![reply()]).await;
+    let model = model_for(&server).await;
+    let mut request = history_request();
+    let mut calculator = request.tools[0].clone();
+    calculator.name = "calculator".into();
+    request.tools.push(calculator);
+    let mut c = correction(Category::UngroundedArgument, Some("calculator"), 0);
+    c.no_numbers_yet = true;
+    request.correction = Some(c);
+    model.complete(&request).await.unwrap();
+    let requests = server.requests();
+    assert_eq!(requests[0].body["tool_choice"], json!("required"));
+    let declared: Vec<&str> = requests[0].body["tools"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|t| t["function"]["name"].as_str())
+        .collect();
+    assert_eq!(declared, ["weather"], "neither calculator nor final_answer");
 }
 
 #[tokio::test]

@@ -98,6 +98,10 @@ pub struct CorrectionContext {
     /// already made successfully.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub done_actions: Vec<String>,
+    /// After `ungrounded_argument` on a tool whose grounded arguments are all `numbers`: the
+    /// conversation has no number yet, so the values must come from another tool first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_numbers_yet: bool,
 }
 
 /// One request to a model.

@@ -40,6 +40,12 @@ pub enum Allowed {
     ActionOrUnsatisfiedFinal,
     /// An action on any tool, no final answer.
     ActionOnly,
+    /// An action on any tool but these, no final answer: the values an argument of theirs
+    /// needs come from another tool first.
+    ActionOnOtherTools {
+        /// The excluded tools.
+        tools: Vec<String>,
+    },
     /// An action on one of these tools other than the calls already made, no final answer:
     /// taking up what the request left out.
     Cover {
@@ -67,6 +73,9 @@ impl Allowed {
             Allowed::ToolsExcept { tools } => format!("tools_except({})", tools.join(",")),
             Allowed::ActionOrUnsatisfiedFinal => "action_or_unsatisfied_final".into(),
             Allowed::ActionOnly => "action_only".into(),
+            Allowed::ActionOnOtherTools { tools } => {
+                format!("action_on_other_tools({})", tools.join(","))
+            }
             Allowed::Cover { tools, .. } => format!("cover({})", tools.join(",")),
             Allowed::FinalStating { facts } => format!("final_stating({})", facts.len()),
             Allowed::FinalOnly => "final_only".into(),
@@ -81,7 +90,11 @@ impl Allowed {
             (Allowed::ActionsExcept { actions }, Decision::Action(a)) => {
                 !actions.contains(&fingerprint(&a.tool, &a.input))
             }
-            (Allowed::ToolsExcept { tools }, Decision::Action(a)) => !tools.contains(&a.tool),
+            (Allowed::ToolsExcept { tools }, Decision::Action(a))
+            | (Allowed::ActionOnOtherTools { tools }, Decision::Action(a)) => {
+                !tools.contains(&a.tool)
+            }
+            (Allowed::ActionOnOtherTools { .. }, Decision::Final(_)) => false,
             (Allowed::Cover { tools, done }, Decision::Action(a)) => {
                 tools.contains(&a.tool) && !done.contains(&fingerprint(&a.tool, &a.input))
             }
@@ -142,6 +155,13 @@ impl CorrectionContext {
         }
         match (self.category, &self.tool) {
             (Category::InvalidToolInput, Some(tool)) => Allowed::ToolOrFinal { tool: tool.clone() },
+            (Category::UngroundedArgument, Some(tool))
+                if self.round == 1 && self.no_numbers_yet =>
+            {
+                Allowed::ActionOnOtherTools {
+                    tools: vec![tool.clone()],
+                }
+            }
             (Category::UngroundedArgument, _) if self.round == 1 => Allowed::ActionOnly,
             (Category::UngroundedArgument, _) => Allowed::ActionOrUnsatisfiedFinal,
             (Category::UncoveredRequest, _) if !self.cover_tools.is_empty() => Allowed::Cover {
@@ -210,6 +230,7 @@ mod tests {
             facts: Vec::new(),
             cover_tools: Vec::new(),
             done_actions: Vec::new(),
+            no_numbers_yet: false,
         }
     }
 
@@ -260,6 +281,16 @@ mod tests {
         assert!(c.allowed().permits(&action("time", json!({}))));
         c.round = 2;
         assert_eq!(c.allowed(), Allowed::ActionOrUnsatisfiedFinal);
+        c.round = 1;
+        c.no_numbers_yet = true;
+        assert_eq!(
+            c.allowed(),
+            Allowed::ActionOnOtherTools {
+                tools: vec!["calc".into()]
+            }
+        );
+        assert!(!c.allowed().permits(&answer(false)));
+        assert!(!c.allowed().permits(&action("calc", json!({}))));
         for category in [
             Category::UnknownTool,
             Category::InvalidJson,

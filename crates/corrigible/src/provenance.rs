@@ -114,6 +114,11 @@ impl Sources {
         sources
     }
 
+    /// Whether the request or a result gives any number.
+    pub fn gives_numbers(&self) -> bool {
+        !self.numbers.is_empty()
+    }
+
     fn collect(&mut self, value: &Value) {
         match value {
             Value::Number(n) => self.numbers.extend(n.as_f64()),

@@ -97,6 +97,39 @@ async fn a_made_up_number_is_rejected_and_never_executed() {
 }
 
 #[tokio::test]
+async fn with_no_number_yet_the_correction_calls_another_tool_first() {
+    let calc = Arc::new(GroundedCalc(Calc::new()));
+    let model = Arc::new(Scripted::texts(&[
+        &action("calculator", json!({"expression": "1234 / 8"})),
+        &action("lookup", json!({"city": "London"})),
+        &final_answer(true, "5917648 people live in London."),
+    ]));
+    let mut tools = ToolRegistry::new();
+    tools.register(calc.clone()).unwrap();
+    tools.register(Arc::new(Lookup)).unwrap();
+    let report = Agent::builder_shared(model.clone())
+        .tools(tools)
+        .build()
+        .unwrap()
+        .run("How many people live in London?")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(c.category, Category::UngroundedArgument);
+    assert!(c.error.contains("no number is given yet"), "{}", c.error);
+    let correction = model.request(1).correction.expect("a correction round");
+    assert!(correction.no_numbers_yet);
+    assert_eq!(
+        correction.allowed(),
+        Allowed::ActionOnOtherTools {
+            tools: vec!["calculator".into()]
+        }
+    );
+    assert_eq!(calc.0.calls.load(Ordering::SeqCst), 0);
+    assert!(report.satisfied);
+}
+
+#[tokio::test]
 async fn numbers_in_words_and_implied_constants_run_without_a_correction() {
     for (request, expression) in [
         ("What's 7.5 percent of 640?", "640 * 7.5 / 100"),

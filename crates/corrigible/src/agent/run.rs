@@ -15,7 +15,7 @@ use crate::model::{
     CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec,
 };
 use crate::policy::Policy;
-use crate::provenance::{Grounds, Sources};
+use crate::provenance::{Grounds, Provenance, Sources};
 use crate::rejection::{Category, Rejection};
 use crate::stage::Stage;
 use crate::tool::ToolRegistry;
@@ -260,6 +260,8 @@ impl<'a> Run<'a> {
                 },
                 cover_tools,
                 done_actions,
+                no_numbers_yet: first.category == Category::UngroundedArgument
+                    && self.no_numbers_for(first.tool.as_deref()),
             });
             rejected_reply = Some(signature);
         }
@@ -345,6 +347,17 @@ impl<'a> Run<'a> {
         tools.sort();
         tools.dedup();
         (tools, self.done())
+    }
+
+    /// Whether `tool` takes only `numbers` grounded arguments and the conversation has no
+    /// number to give them.
+    fn no_numbers_for(&self, tool: Option<&str>) -> bool {
+        let Some(grounded) = tool.map(|t| self.tools.grounded(t)) else {
+            return false;
+        };
+        !grounded.is_empty()
+            && grounded.iter().all(|g| g.provenance == Provenance::Numbers)
+            && !self.sources().gives_numbers()
     }
 
     /// Fingerprints of the calls the run already made successfully.

@@ -166,6 +166,15 @@ pub fn allowed_schema(tools: &[ToolSpec], mode: SchemaMode, allowed: &Allowed) -
             };
             allowed_schema(tools, mode, &Allowed::ActionOnly)
         }
+        Allowed::ActionOnOtherTools { tools: excluded } => {
+            let rest: Vec<ToolSpec> = tools
+                .iter()
+                .filter(|t| !excluded.contains(&t.name))
+                .cloned()
+                .collect();
+            let tools = if rest.is_empty() { tools } else { &rest };
+            allowed_schema(tools, mode, &Allowed::ActionOnly)
+        }
         Allowed::ActionOnly => {
             let mut schema = decision_schema(tools, mode);
             if let Some(branches) = schema["anyOf"].as_array_mut()
