@@ -150,7 +150,7 @@ pub(crate) fn declared_tools(request: &ModelRequest) -> impl Iterator<Item = &To
     request
         .tools
         .iter()
-        .filter(move |t| !(action_only && t.name == FINAL_ANSWER) && !excluded.contains(&t.name))
+        .filter(move |t| !(excluded.contains(&t.name) || action_only && t.name == FINAL_ANSWER))
 }
 
 /// Whether `schema` meets OpenAI's strict mode: every object lists its properties, requires all
