@@ -11,7 +11,7 @@ use crate::model::{Protocol, ToolSpec};
 pub const DEFAULT_SYSTEM_TEMPLATE: &str = r#"You are a careful agent. Answer the user's request, calling a tool when one helps.
 {%- if protocol == "json" %}
 Reply with exactly one JSON object and nothing else, in one of two shapes:
-{"state": "action", "tool": "<tool name>", "reason": "<why this tool>", "tool_input": {<input for the tool>}}
+{"state": "action", "reason": "<why this tool>", "tool": "<tool name>", "tool_input": {<input for the tool>}}
 {"state": "final", "satisfied": true, "final_summary": "<the answer for the user>"}
 Use "satisfied": false when the request cannot be fulfilled, and say why.
 {%- if tools %}

@@ -52,7 +52,7 @@ impl Decision {
     pub fn to_json(&self) -> Value {
         match self {
             Decision::Action(a) => serde_json::json!({
-                "state": "action", "tool": a.tool, "reason": a.reason, "tool_input": a.input
+                "state": "action", "reason": a.reason, "tool": a.tool, "tool_input": a.input
             }),
             Decision::Final(f) => serde_json::json!({
                 "state": "final", "satisfied": f.satisfied, "final_summary": f.summary

@@ -32,8 +32,8 @@ fn action_branch(tool: Value, input: Value) -> Value {
         "type": "object",
         "properties": {
             "state": {"const": "action"},
-            "tool": tool,
             "reason": {"type": "string"},
+            "tool": tool,
             "tool_input": input
         },
         "required": ["state", "reason", "tool", "tool_input"],
