@@ -77,6 +77,10 @@ fn replies_report_their_decoding() {
     let reply = m
         .complete_blocking(&common::request("What is 2+2?", common::tools()))
         .expect("answers");
-    assert_eq!(reply.decoding.as_deref(), Some("greedy+schema"));
+    let decoding = reply.decoding.unwrap_or_default();
+    assert!(
+        decoding == "greedy+schema" || decoding.starts_with("greedy+schema loops_cut="),
+        "{decoding}"
+    );
     assert!(reply.prompt_tokens_reused.is_some());
 }
