@@ -106,29 +106,35 @@ pub(crate) fn forced(request: &ModelRequest) -> Option<Forced<'_>> {
         return None;
     }
     let declared = |name: &str| request.tools.iter().any(|t| t.name == name);
-    let forced = match correction.allowed() {
+    let allowed = correction.allowed();
+    let forced = match &allowed {
         Allowed::FinalOnly => FINAL_ANSWER,
-        Allowed::ToolOrFinal { tool } => correction.tool.as_deref().filter(|t| *t == tool)?,
+        Allowed::ToolOrFinal { tool } => correction.tool.as_deref().filter(|t| t == tool)?,
         Allowed::Cover { tools, .. }
             if let [only] = tools.as_slice()
                 && let Some(spec) = request.tools.iter().find(|t| &t.name == only) =>
         {
             return Some(Forced::Tool(spec.name.as_str()));
         }
-        Allowed::ActionOnOtherTools { tools } => {
-            let others = request
+        Allowed::ActionOnly | Allowed::Cover { .. } | Allowed::ActionOnOtherTools { .. } => {
+            let left_out = left_out(&allowed);
+            let actions = request
                 .tools
                 .iter()
-                .any(|t| t.name != FINAL_ANSWER && !tools.contains(&t.name));
-            return others.then_some(Forced::AnyAction);
-        }
-        Allowed::ActionOnly | Allowed::Cover { .. } => {
-            let actions = request.tools.iter().any(|t| t.name != FINAL_ANSWER);
+                .any(|t| t.name != FINAL_ANSWER && !left_out.contains(&t.name));
             return actions.then_some(Forced::AnyAction);
         }
         _ => return None,
     };
     declared(forced).then_some(Forced::Tool(forced))
+}
+
+/// The tools an action-only round leaves out besides `final_answer`.
+fn left_out(allowed: &Allowed) -> &[String] {
+    match allowed {
+        Allowed::ActionOnOtherTools { tools } => tools,
+        _ => &[],
+    }
 }
 
 /// The tool a correction round forces, when it forces one.
@@ -143,8 +149,8 @@ pub(crate) fn forced_tool(request: &ModelRequest) -> Option<&str> {
 /// is allowed, and but the excluded tools when only an action on other tools is.
 pub(crate) fn declared_tools(request: &ModelRequest) -> impl Iterator<Item = &ToolSpec> {
     let action_only = forced(request) == Some(Forced::AnyAction);
-    let excluded = match request.correction.as_ref().map(|c| c.allowed()) {
-        Some(Allowed::ActionOnOtherTools { tools }) if action_only => tools,
+    let excluded = match &request.correction {
+        Some(c) if action_only => left_out(&c.allowed()).to_vec(),
         _ => Vec::new(),
     };
     request

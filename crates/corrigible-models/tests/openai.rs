@@ -367,6 +367,19 @@ async fn slow_answers_time_out_and_are_retried() {
     assert_eq!(server.requests().len(), 3);
 }
 
+/// The names of the tools a request body declares.
+fn declared_names(body: &Value) -> Vec<&str> {
+    body["tools"]
+        .as_array()
+        .map(|tools| {
+            tools
+                .iter()
+                .filter_map(|t| t["function"]["name"].as_str())
+                .collect()
+        })
+        .unwrap_or_default()
+}
+
 fn correction(category: Category, tool: Option<&str>, repeated: u32) -> CorrectionContext {
     CorrectionContext {
         category,
@@ -413,12 +426,7 @@ async fn corrections_narrow_the_tool_choice() {
     );
     assert!(requests[2].body.get("tool_choice").is_none());
     assert_eq!(requests[3].body["tool_choice"], json!("required"));
-    let declared: Vec<&str> = requests[3].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
+    let declared = declared_names(&requests[3].body);
     assert_eq!(
         declared,
         ["weather"],
@@ -441,12 +449,7 @@ async fn with_no_number_yet_the_round_requires_another_tool() {
     model.complete(&request).await.unwrap();
     let requests = server.requests();
     assert_eq!(requests[0].body["tool_choice"], json!("required"));
-    let declared: Vec<&str> = requests[0].body["tools"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .filter_map(|t| t["function"]["name"].as_str())
-        .collect();
+    let declared = declared_names(&requests[0].body);
     assert_eq!(declared, ["weather"], "neither calculator nor final_answer");
 }
 

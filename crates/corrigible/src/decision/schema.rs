@@ -136,12 +136,7 @@ pub fn allowed_schema(tools: &[ToolSpec], mode: SchemaMode, allowed: &Allowed) -
             schema
         }
         Allowed::ToolsExcept { tools: excluded } => {
-            let rest: Vec<ToolSpec> = tools
-                .iter()
-                .filter(|t| !excluded.contains(&t.name))
-                .cloned()
-                .collect();
-            decision_schema(&rest, mode)
+            decision_schema(&without(tools, excluded), mode)
         }
         Allowed::FinalStating { facts } => {
             let mut schema = decision_schema(tools, mode);
@@ -167,11 +162,7 @@ pub fn allowed_schema(tools: &[ToolSpec], mode: SchemaMode, allowed: &Allowed) -
             allowed_schema(tools, mode, &Allowed::ActionOnly)
         }
         Allowed::ActionOnOtherTools { tools: excluded } => {
-            let rest: Vec<ToolSpec> = tools
-                .iter()
-                .filter(|t| !excluded.contains(&t.name))
-                .cloned()
-                .collect();
+            let rest = without(tools, excluded);
             let tools = if rest.is_empty() { tools } else { &rest };
             allowed_schema(tools, mode, &Allowed::ActionOnly)
         }
@@ -185,6 +176,15 @@ pub fn allowed_schema(tools: &[ToolSpec], mode: SchemaMode, allowed: &Allowed) -
             schema
         }
     }
+}
+
+/// `tools` but those named in `excluded`.
+fn without(tools: &[ToolSpec], excluded: &[String]) -> Vec<ToolSpec> {
+    tools
+        .iter()
+        .filter(|t| !excluded.contains(&t.name))
+        .cloned()
+        .collect()
 }
 
 /// `text` with every regex metacharacter escaped.
