@@ -271,6 +271,42 @@ fn a_second_repeated_failure_allows_only_a_final() {
 }
 
 #[test]
+fn a_spent_action_budget_allows_only_a_final() {
+    let _turn = serial();
+    let Some(model) = common::model() else { return };
+    let mut request = common::request("What is 17 * 23?", common::tools());
+    let first = r#"{"state":"action","reason":"multiply","tool":"calculator","tool_input":{"expression":"17 * 23"}}"#;
+    request
+        .messages
+        .push(Message::assistant(MessageKind::Reply, first, Vec::new()));
+    request.messages.push(Message::user(
+        MessageKind::ToolResult,
+        r#"<tool_result tool="calculator">391</tool_result>"#,
+    ));
+    let rejected = r#"{"state":"action","reason":"check","tool":"calculator","tool_input":{"expression":"391 / 23"}}"#;
+    let correction = correction_of(
+        &request,
+        Category::ActionBudgetSpent,
+        rejected,
+        Some("calculator"),
+        Vec::new(),
+        0,
+    );
+    let reply = ask(model, &correction);
+    assert!(
+        decoding(&reply).contains("narrowed=final_only"),
+        "{}",
+        decoding(&reply)
+    );
+    let corrected = text(&reply);
+    assert_ne!(corrected.trim(), rejected);
+    assert!(
+        matches!(decision(&corrected), Decision::Final(_)),
+        "{corrected}"
+    );
+}
+
+#[test]
 fn ungrounded_final_allows_an_action_or_an_unsatisfied_final() {
     let _turn = serial();
     let Some(model) = common::model() else { return };

@@ -147,7 +147,7 @@ impl CorrectionContext {
     /// another tool that finds the missing value), later also an unsatisfied final. After
     /// `unstated_result`: an action, or a final that begins with a fact. After
     /// `uncovered_request`: a call of the tools that take up what the request left out, other
-    /// than the calls made. Otherwise: any decision of the contract (so free decoding becomes
+    /// than the calls made. After `action_budget_spent`: only a final answer. Otherwise: any decision of the contract (so free decoding becomes
     /// at least envelope-constrained).
     pub fn allowed(&self) -> Allowed {
         if self.repeated_in_slot >= 2 {
@@ -181,6 +181,7 @@ impl CorrectionContext {
                     .collect(),
             },
             (Category::UngroundedFinal, _) => Allowed::ActionOrUnsatisfiedFinal,
+            (Category::ActionBudgetSpent, _) => Allowed::FinalOnly,
             (Category::UnstatedResult, _) if !self.facts.is_empty() => Allowed::FinalStating {
                 facts: self.facts.clone(),
             },
@@ -298,6 +299,14 @@ mod tests {
         ] {
             assert_eq!(context(category, None, 0).allowed(), Allowed::AnyDecision);
         }
+    }
+
+    #[test]
+    fn a_spent_action_budget_narrows_to_a_final_answer() {
+        let c = context(Category::ActionBudgetSpent, Some("calc"), 0);
+        assert_eq!(c.allowed(), Allowed::FinalOnly);
+        assert!(c.allowed().permits(&answer(true)));
+        assert!(!c.allowed().permits(&action("time", json!({}))));
     }
 
     #[test]

@@ -34,6 +34,9 @@ pub enum Category {
     /// `satisfied: true` while the request coordinates a name with a copied argument's value
     /// (`Rome than Paris`) and no successful call took it. Raised once per run.
     UncoveredRequest,
+    /// An action after the run's budget of executed actions is spent: the run asks once more,
+    /// for the final answer only.
+    ActionBudgetSpent,
     /// An output validator refused the final answer.
     OutputRejected,
     /// The tool returned `Retry`.
@@ -46,7 +49,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 15] = [
+    pub const ALL: [Category; 16] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
@@ -58,6 +61,7 @@ impl Category {
         Category::UnstatedResult,
         Category::UngroundedArgument,
         Category::UncoveredRequest,
+        Category::ActionBudgetSpent,
         Category::OutputRejected,
         Category::ToolRejected,
         Category::ToolFailed,
@@ -78,6 +82,7 @@ impl Category {
             Category::UnstatedResult => "unstated_result",
             Category::UngroundedArgument => "ungrounded_argument",
             Category::UncoveredRequest => "uncovered_request",
+            Category::ActionBudgetSpent => "action_budget_spent",
             Category::OutputRejected => "output_rejected",
             Category::ToolRejected => "tool_rejected",
             Category::ToolFailed => "tool_failed",
@@ -100,6 +105,7 @@ impl Category {
                 | Category::UnstatedResult
                 | Category::UngroundedArgument
                 | Category::UncoveredRequest
+                | Category::ActionBudgetSpent
         )
     }
 }

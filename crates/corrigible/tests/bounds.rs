@@ -10,7 +10,7 @@ use common::*;
 use corrigible::context::ContextBudget;
 use corrigible::policy::{Backoff, BreakerPolicy, BreakerState, CircuitBreakers, Jitter};
 use corrigible::trace::{StepOutcome, StopReason};
-use corrigible::{Agent, Category, ModelError, Policy, RunError, ToolPolicy};
+use corrigible::{Agent, Allowed, Category, ModelError, Policy, Protocol, RunError, ToolPolicy};
 use serde_json::json;
 
 #[tokio::test]
@@ -81,9 +81,56 @@ async fn max_actions_stops_a_model_that_never_finishes() {
         .unwrap();
     assert_eq!(report.stop_reason, StopReason::MaxActions);
     assert_eq!(report.steps.len(), 8);
-    assert_eq!(report.usage.model_calls, 8);
+    assert_eq!(
+        report.usage.model_calls,
+        8 + 1 + 2,
+        "eight actions, then one slot for the final answer with its two corrections"
+    );
+    let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
+    assert_eq!(categories, [Category::ActionBudgetSpent; 3]);
     assert_eq!(report.missing.as_deref(), Some("final decision"));
     assert!(!report.satisfied);
+    let requests = model.requests.lock().unwrap();
+    let narrowed: Vec<Allowed> = requests[9..]
+        .iter()
+        .map(|r| r.correction.as_ref().expect("a correction round").allowed())
+        .collect();
+    assert_eq!(narrowed, [Allowed::FinalOnly, Allowed::FinalOnly]);
+}
+
+#[tokio::test]
+async fn a_spent_action_budget_leaves_one_slot_for_the_final_answer() {
+    let calc = Arc::new(Calc::new());
+    let model = Arc::new(Scripted::texts(&[
+        &action("calculator", json!({"expression": "2*(3+4)"})),
+        &action("calculator", json!({"expression": "2*(3+4)+1"})),
+        &final_answer(true, "It is 14."),
+    ]));
+    let mut policy = Policy::default();
+    policy.limits.max_actions = 1;
+    let report = Agent::builder_shared(model.clone())
+        .tool(calc.clone())
+        .policy(policy)
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    assert_eq!(calc.calls.load(Ordering::SeqCst), 1, "the budget holds");
+    assert_eq!(report.stop_reason, StopReason::Final);
+    assert!(report.satisfied);
+    assert_eq!(report.final_summary.as_deref(), Some("It is 14."));
+    let rows: Vec<(Category, bool)> = report
+        .corrections
+        .iter()
+        .map(|c| (c.category, c.corrected))
+        .collect();
+    assert_eq!(rows, [(Category::ActionBudgetSpent, true)]);
+    assert!(
+        report.corrections[0]
+            .error
+            .contains("budget of 1 tool actions is spent")
+    );
 }
 
 #[tokio::test]
@@ -109,13 +156,47 @@ async fn a_model_repeating_a_successful_call_stops_at_the_correction_bound() {
 }
 
 #[tokio::test]
+async fn parallel_calls_beyond_the_action_budget_do_not_run() {
+    let calc = Arc::new(Calc::new());
+    let model = Arc::new(Scripted::new(vec![
+        Ok(calls(&[
+            ("call_1", "calculator", "{\"expression\": \"2*(3+4)\"}"),
+            ("call_2", "calculator", "{\"expression\": \"1+1\"}"),
+            ("call_3", "calculator", "{\"expression\": \"2+2\"}"),
+        ])),
+        Ok(calls(&[(
+            "call_4",
+            "final_answer",
+            "{\"satisfied\": true, \"final_summary\": \"14\"}",
+        )])),
+    ]));
+    let mut policy = Policy::default();
+    policy.limits.max_actions = 2;
+    let report = Agent::builder_shared(model.clone())
+        .tool(calc.clone())
+        .protocol(Protocol::Native)
+        .policy(policy)
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    assert_eq!(calc.calls.load(Ordering::SeqCst), 2);
+    assert_eq!(report.steps.len(), 2);
+    let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
+    assert_eq!(categories, [Category::ActionBudgetSpent]);
+    assert_eq!(report.stop_reason, StopReason::Final);
+    assert!(report.satisfied);
+}
+
+#[tokio::test]
 async fn corrections_do_not_consume_actions() {
     let mut replies = Vec::new();
     for i in 0..3 {
         replies.push("bad".to_string());
         replies.push(action("calculator", json!({"expression": format!("{i}")})));
     }
-    replies.push(final_answer(true, "done"));
+    replies.push(final_answer(true, "The last result is 2."));
     let refs: Vec<&str> = replies.iter().map(String::as_str).collect();
     let mut policy = Policy::default();
     policy.limits.max_actions = 3;
@@ -129,7 +210,8 @@ async fn corrections_do_not_consume_actions() {
         .unwrap();
     assert_eq!(report.steps.len(), 3);
     assert_eq!(report.usage.corrections, 3);
-    assert_eq!(report.stop_reason, StopReason::MaxActions);
+    assert_eq!(report.stop_reason, StopReason::Final);
+    assert!(report.satisfied);
 }
 
 fn exact_backoff(retries: u32) -> Policy {

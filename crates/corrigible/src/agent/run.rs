@@ -143,6 +143,8 @@ impl<'a> Run<'a> {
     }
 
     /// One action slot: asks until a decision is accepted, corrections run out or the run ends.
+    /// Once the budget of executed actions is spent, the slot that follows takes only a final
+    /// answer (an action is `action_budget_spent`); if none comes, the run stops `max_actions`.
     async fn slot(&mut self, step: u32) -> Result<Option<Ending>, RunError> {
         let limits = self.policy.limits;
         let mut round = 0u32;
@@ -151,12 +153,6 @@ impl<'a> Run<'a> {
         let mut correction: Option<CorrectionContext> = None;
         let mut rejected_reply: Option<String> = None;
         loop {
-            if self.state.executed >= limits.max_actions {
-                return Ok(Some(stopped(
-                    StopReason::MaxActions,
-                    "final decision".into(),
-                )));
-            }
             if let Some(hit) =
                 limits.usage_limit_hit(self.rec.usage().model_calls, self.rec.tokens())
             {
@@ -218,10 +214,11 @@ impl<'a> Run<'a> {
                 self.state.output_retries += 1;
             } else {
                 if corrections >= limits.max_corrections {
-                    return Ok(Some(stopped(
-                        StopReason::CorrectionsExhausted,
-                        "valid decision".into(),
-                    )));
+                    return Ok(Some(if first.category == Category::ActionBudgetSpent {
+                        stopped(StopReason::MaxActions, "final decision".into())
+                    } else {
+                        stopped(StopReason::CorrectionsExhausted, "valid decision".into())
+                    }));
                 }
                 corrections += 1;
             }

@@ -15,6 +15,18 @@ impl Run<'_> {
     pub(crate) fn validate(&self, decision: Decision) -> Result<Decision, Rejection> {
         match &decision {
             Decision::Action(action) => {
+                let budget = self.policy.limits.max_actions;
+                if self.state.executed >= budget {
+                    return Err(Rejection::new(
+                        Category::ActionBudgetSpent,
+                        format!(
+                            "the run's budget of {budget} tool actions is spent, so no tool can \
+                             run any more; give the final answer from the tool results above, \
+                             with satisfied false if they do not answer the request"
+                        ),
+                    )
+                    .with_tool(action.tool.clone()));
+                }
                 let Some(result) = self.tools.validate(&action.tool, &action.input) else {
                     return Err(Rejection::new(
                         Category::UnknownTool,
