@@ -53,7 +53,8 @@ impl std::str::FromStr for Grounding {
 ///
 /// A fact is *asked for* when a word of its key is a word of the request (`wind speed` asks
 /// for `wind_speed_kmh`, `windier` for `wind`). When some fact is asked for, only those
-/// state the result.
+/// state the result. Two readings of the same key (two cities' `temperature_c`) are also
+/// stated by their difference, sum or mean: "Rome is 6.4 °C warmer than Paris".
 #[derive(Debug, Clone, Default, PartialEq)]
 pub struct Evidence {
     facts: Vec<Fact>,
@@ -66,6 +67,8 @@ struct Fact {
     text: String,
     /// Its value, for a number.
     number: Option<f64>,
+    /// The key it was found under (empty for a bare result).
+    key: String,
     /// Whether the request asks for it by its key.
     asked: bool,
     /// Whether it is the first fact of its result.
@@ -118,10 +121,31 @@ impl Evidence {
     pub fn stated_in(&self, answer: &str) -> bool {
         let lower = answer.to_lowercase();
         let stated = numbers_in(answer);
-        self.wanted().any(|fact| match fact.number {
+        let direct = self.wanted().any(|fact| match fact.number {
             Some(value) => stated.iter().any(|n| same_number(*n, value)),
             None => lower.contains(&fact.text.to_lowercase()),
-        })
+        });
+        direct
+            || self
+                .combined()
+                .any(|value| stated.iter().any(|n| same_number(*n, value)))
+    }
+
+    /// The differences (both ways), sums and means of each two wanted readings of one key.
+    fn combined(&self) -> impl Iterator<Item = f64> + '_ {
+        let readings: Vec<(&str, f64)> = self
+            .wanted()
+            .filter_map(|f| Some((f.key.as_str(), f.number?)))
+            .collect();
+        let mut out = Vec::new();
+        for (i, (key, a)) in readings.iter().enumerate() {
+            for (other, b) in &readings[i + 1..] {
+                if key == other {
+                    out.extend([a - b, b - a, a + b, (a + b) / 2.0]);
+                }
+            }
+        }
+        out.into_iter()
     }
 
     /// The facts a correction narrows an answer to, as written in the results and without
@@ -165,6 +189,7 @@ fn collect(value: &Value, key: &str, request: &str, words: &[&str], out: &mut Ve
     let fact = |text: String, number: Option<f64>| Fact {
         text,
         number,
+        key: key.to_string(),
         asked,
         headline: false,
     };
@@ -269,6 +294,27 @@ mod tests {
         let both = Evidence::new([&weather, &json!({"time": "12:00"})], "x");
         assert!(both.stated_in("It is 12:00."));
         assert!(!both.stated_in("It is overcast."));
+    }
+
+    #[test]
+    fn two_readings_of_one_key_are_stated_by_their_difference_sum_or_mean() {
+        let rome = json!({"city": "Rome", "temperature_c": 12.6, "wind_speed_kmh": 8.3});
+        let paris = json!({"city": "Paris", "temperature_c": 6.2, "wind_speed_kmh": 14.0});
+        let e = Evidence::new(
+            [&rome, &paris],
+            "How many degrees warmer is Rome than Paris?",
+        );
+        assert!(e.stated_in("Rome is 6.4 °C warmer than Paris."));
+        assert!(e.stated_in("Paris is -6.4 degrees warmer, that is colder."));
+        assert!(e.stated_in("Together 18.8 degrees."));
+        assert!(e.stated_in("On average 9.4 °C."));
+        assert!(
+            !e.stated_in("Rome is 4.3 °C warmer."),
+            "temperature minus wind"
+        );
+        assert!(!e.stated_in("Rome is 5.1 °C warmer."));
+        let one = Evidence::new([&rome], "How warm is Rome?");
+        assert!(!one.stated_in("It is 20.9."), "no second reading");
     }
 
     #[test]
