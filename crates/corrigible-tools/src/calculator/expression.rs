@@ -98,7 +98,8 @@ pub fn evaluate_noted(expression: &str) -> Result<Evaluation, ExpressionError> {
         Some(at) => {
             let claim = expression
                 .split_once('=')
-                .map(|(_, rest)| rest.trim().to_string());
+                .map(|(_, rest)| rest.trim().to_string())
+                .filter(|rest| !rest.is_empty());
             (&all[..at], claim)
         }
         None => (&all[..], None),
@@ -219,6 +220,8 @@ mod tests {
         assert_eq!(e.value, 162.0);
         assert_eq!(e.claim.as_deref(), Some("0.45 x 360 = 180"));
         assert_eq!(evaluate_noted("2 + 2").unwrap().claim, None);
+        let open = evaluate_noted("12 + 19 + 23 + 30 = ").unwrap();
+        assert_eq!((open.value, open.claim), (84.0, None), "nothing claimed");
         assert!(matches!(evaluate("= 4"), Err(ExpressionError::Parse(_))));
         assert!(matches!(
             evaluate("1 == 1"),
