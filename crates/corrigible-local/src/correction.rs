@@ -136,6 +136,7 @@ mod tests {
             cover_tools: Vec::new(),
             done_actions: Vec::new(),
             no_numbers_yet: false,
+            budget_spent: false,
         }
     }
 

@@ -310,7 +310,11 @@ impl Inner {
         let mut plan = CorrectionDecoding::new(&self.config, correction);
         let mut output_tokens = 0;
         let mut greedy_repeat = None;
-        let tools = with_grounds(&request.tools, &request.grounds, correction.holds_numbers());
+        let tools = if correction.budget_spent {
+            Vec::new()
+        } else {
+            with_grounds(&request.tools, &request.grounds, correction.holds_numbers())
+        };
         loop {
             let schema = narrowed_schema(&tools, constrain, &allowed, self.caps());
             let greedy = matches!(plan.sampler(), Sampler::Greedy);

@@ -57,6 +57,7 @@ fn correction_of(
         cover_tools: Vec::new(),
         done_actions: Vec::new(),
         no_numbers_yet: false,
+        budget_spent: false,
     });
     corrected
 }
@@ -371,6 +372,18 @@ fn unstated_result_allows_a_final_that_begins_with_a_fact() {
             "{corrected}"
         );
     }
+
+    if let Some(c) = correction.correction.as_mut() {
+        c.budget_spent = true;
+    }
+    let spent = text(&ask(model, &correction));
+    let Decision::Final(f) = decision(&spent) else {
+        panic!("with the action budget spent, only a final answer: {spent}");
+    };
+    assert!(
+        f.summary.starts_with("16:00") || f.summary.starts_with("+04:00"),
+        "{spent}"
+    );
 }
 
 /// The calculator as the built-in tool declares it: its expression's numbers are grounded.

@@ -99,13 +99,17 @@ pub(crate) enum Forced<'a> {
 /// What a correction round is narrowed to under the native protocol, from what the correction
 /// still allows ([`corrigible::Allowed`]): the tool whose input was rejected, `final_answer`
 /// when only a final answer is left (after two repeated failed actions), or any other tool
-/// when only an action is (after an `ungrounded_argument`).
+/// when only an action is (after an `ungrounded_argument`); `final_answer` in every round once
+/// the run's action budget is spent.
 pub(crate) fn forced(request: &ModelRequest) -> Option<Forced<'_>> {
     let correction = request.correction.as_ref()?;
     if request.protocol != Protocol::Native {
         return None;
     }
     let declared = |name: &str| request.tools.iter().any(|t| t.name == name);
+    if correction.budget_spent {
+        return declared(FINAL_ANSWER).then_some(Forced::Tool(FINAL_ANSWER));
+    }
     let allowed = correction.allowed();
     let forced = match &allowed {
         Allowed::FinalOnly => FINAL_ANSWER,

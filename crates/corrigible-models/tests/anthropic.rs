@@ -246,6 +246,7 @@ async fn corrections_force_the_tool() {
         cover_tools: Vec::new(),
         done_actions: Vec::new(),
         no_numbers_yet: false,
+        budget_spent: false,
     };
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();

@@ -290,6 +290,7 @@ async fn corrections_narrow_the_allowed_functions() {
         cover_tools: Vec::new(),
         done_actions: Vec::new(),
         no_numbers_yet: false,
+        budget_spent: false,
     };
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();

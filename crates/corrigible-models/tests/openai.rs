@@ -392,6 +392,7 @@ fn correction(category: Category, tool: Option<&str>, repeated: u32) -> Correcti
         cover_tools: Vec::new(),
         done_actions: Vec::new(),
         no_numbers_yet: false,
+        budget_spent: false,
     }
 }
 
@@ -468,4 +469,30 @@ async fn an_uncovered_request_forces_the_covering_tool() {
         requests[0].body["tool_choice"],
         json!({"type": "function", "function": {"name": "weather"}})
     );
+}
+
+#[tokio::test]
+async fn with_the_action_budget_spent_every_round_forces_the_final_answer() {
+    let reply = || {
+        Canned::ok(tool_calls(&[(
+            "call_1",
+            "final_answer",
+            "{\"satisfied\":true,\"final_summary\":\"12.6\"}",
+        )]))
+    };
+    let server = FakeServer::start(vec![reply(), reply()]).await;
+    let model = model_for(&server).await;
+    let mut request = history_request();
+    for category in [Category::UnstatedResult, Category::InvalidToolInput] {
+        let mut c = correction(category, Some("weather"), 0);
+        c.budget_spent = true;
+        request.correction = Some(c);
+        model.complete(&request).await.unwrap();
+    }
+    for sent in server.requests() {
+        assert_eq!(
+            sent.body["tool_choice"],
+            json!({"type": "function", "function": {"name": "final_answer"}})
+        );
+    }
 }

@@ -102,6 +102,10 @@ pub struct CorrectionContext {
     /// conversation has no number yet, so the values must come from another tool first.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub no_numbers_yet: bool,
+    /// The run's budget of executed actions is spent: whatever the rejection, the round can
+    /// only be a final answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub budget_spent: bool,
 }
 
 /// One request to a model.

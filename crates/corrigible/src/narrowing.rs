@@ -142,14 +142,29 @@ impl CorrectionContext {
     /// After `invalid_tool_input`: that tool or a final answer. After `repeated_failed_action`:
     /// any action but the failed ones, and after a second one in the same slot, only a final
     /// answer. After `repeated_action`: any action but the failed and the successful ones, or
-    /// a final answer. After `ungrounded_final`: an action or an unsatisfied final. After `ungrounded_argument`
-    /// in the first round: an action (the same tool with values from the conversation, or
-    /// another tool that finds the missing value), later also an unsatisfied final. After
-    /// `unstated_result`: an action, or a final that begins with a fact. After
+    /// a final answer. After `ungrounded_final`: an action or an unsatisfied final. After
+    /// `ungrounded_argument` in the first round: an action (the same tool with values from the
+    /// conversation, or another tool that finds the missing value), later also an unsatisfied
+    /// final. After `unstated_result`: an action, or a final that begins with a fact. After
     /// `uncovered_request`: a call of the tools that take up what the request left out, other
-    /// than the calls made. After `action_budget_spent`: only a final answer. Otherwise: any decision of the contract (so free decoding becomes
-    /// at least envelope-constrained).
+    /// than the calls made. After `action_budget_spent`: only a final answer. Otherwise: any
+    /// decision of the contract (so free decoding becomes at least envelope-constrained).
+    ///
+    /// Once the run's action budget is spent, the rules that narrow the final answer itself
+    /// (`final_stating`, an unsatisfied final) stay, and a decoder drops their actions, which
+    /// would not run; any other rule becomes `final_only`.
     pub fn allowed(&self) -> Allowed {
+        let allowed = self.allowed_by_rejection();
+        if !self.budget_spent {
+            return allowed;
+        }
+        match allowed {
+            Allowed::FinalStating { .. } | Allowed::ActionOrUnsatisfiedFinal => allowed,
+            _ => Allowed::FinalOnly,
+        }
+    }
+
+    fn allowed_by_rejection(&self) -> Allowed {
         if self.repeated_in_slot >= 2 {
             return Allowed::FinalOnly;
         }
@@ -232,6 +247,7 @@ mod tests {
             cover_tools: Vec::new(),
             done_actions: Vec::new(),
             no_numbers_yet: false,
+            budget_spent: false,
         }
     }
 
@@ -307,6 +323,38 @@ mod tests {
         assert_eq!(c.allowed(), Allowed::FinalOnly);
         assert!(c.allowed().permits(&answer(true)));
         assert!(!c.allowed().permits(&action("time", json!({}))));
+    }
+
+    #[test]
+    fn with_the_budget_spent_only_final_answers_are_left() {
+        let spent = |category, tool: Option<&str>| {
+            let mut c = context(category, tool, 0);
+            c.budget_spent = true;
+            c.cover_tools = vec!["weather".into()];
+            c.facts = vec!["12.6".into()];
+            c.allowed()
+        };
+        for category in [
+            Category::UncoveredRequest,
+            Category::InvalidToolInput,
+            Category::RepeatedAction,
+            Category::UngroundedArgument,
+            Category::InvalidJson,
+        ] {
+            assert_eq!(
+                spent(category, Some("calc")),
+                Allowed::FinalOnly,
+                "{category}"
+            );
+        }
+        assert_eq!(
+            spent(Category::UngroundedFinal, None),
+            Allowed::ActionOrUnsatisfiedFinal
+        );
+        assert_eq!(
+            spent(Category::UnstatedResult, None).label(),
+            "final_stating(1)"
+        );
     }
 
     #[test]

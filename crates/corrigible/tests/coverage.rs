@@ -118,3 +118,52 @@ async fn a_covered_or_unsatisfied_answer_passes() {
         assert!(report.corrections.is_empty(), "{request}");
     }
 }
+
+#[tokio::test]
+async fn with_the_action_budget_spent_a_partial_answer_is_not_sent_back_for_a_call() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("weather", json!({"city": "Rome"})),
+        &final_answer(true, "Rome is 12.6 degrees; Paris was not looked up."),
+    ]));
+    let mut policy = corrigible::Policy::default();
+    policy.limits.max_actions = 1;
+    let report = Agent::builder_shared(model)
+        .tool(Temperature)
+        .policy(policy)
+        .build()
+        .unwrap()
+        .run(REQUEST)
+        .await
+        .unwrap();
+    assert!(
+        report.corrections.is_empty(),
+        "no call could take up Paris: {:?}",
+        report.corrections
+    );
+    assert_eq!(report.stop_reason, corrigible::trace::StopReason::Final);
+}
+
+#[tokio::test]
+async fn with_the_action_budget_spent_a_correction_round_takes_only_a_final_answer() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("weather", json!({"city": "Rome"})),
+        &final_answer(true, "It is warmer in Rome."),
+        &final_answer(true, "12.6 degrees in Rome."),
+    ]));
+    let mut policy = corrigible::Policy::default();
+    policy.limits.max_actions = 1;
+    let report = Agent::builder_shared(model.clone())
+        .tool(Temperature)
+        .policy(policy)
+        .build()
+        .unwrap()
+        .run(REQUEST)
+        .await
+        .unwrap();
+    let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
+    assert_eq!(categories, [Category::UnstatedResult]);
+    let correction = model.request(2).correction.expect("a correction round");
+    assert!(correction.budget_spent);
+    assert_eq!(correction.allowed().label(), "final_stating(1)");
+    assert!(report.satisfied);
+}

@@ -259,6 +259,7 @@ impl<'a> Run<'a> {
                 done_actions,
                 no_numbers_yet: first.category == Category::UngroundedArgument
                     && self.no_numbers_for(first.tool.as_deref()),
+                budget_spent: self.state.executed >= limits.max_actions,
             });
             rejected_reply = Some(signature);
         }

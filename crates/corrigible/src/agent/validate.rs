@@ -79,6 +79,7 @@ impl Run<'_> {
                 if answer.satisfied
                     && self.policy.grounding == Grounding::Values
                     && !self.state.coverage_asked
+                    && self.state.executed < self.policy.limits.max_actions
                 {
                     let uncovered = self.uncovered();
                     if !uncovered.is_empty() {
