@@ -106,11 +106,9 @@ async fn a_spent_action_budget_leaves_one_slot_for_the_final_answer() {
         &action("calculator", json!({"expression": "2*(3+4)+1"})),
         &final_answer(true, "It is 14."),
     ]));
-    let mut policy = Policy::default();
-    policy.limits.max_actions = 1;
     let report = Agent::builder_shared(model.clone())
         .tool(calc.clone())
-        .policy(policy)
+        .policy(max_actions(1))
         .build()
         .unwrap()
         .run("What is 2*(3+4)?")
@@ -170,12 +168,10 @@ async fn parallel_calls_beyond_the_action_budget_do_not_run() {
             "{\"satisfied\": true, \"final_summary\": \"14\"}",
         )])),
     ]));
-    let mut policy = Policy::default();
-    policy.limits.max_actions = 2;
     let report = Agent::builder_shared(model.clone())
         .tool(calc.clone())
         .protocol(Protocol::Native)
-        .policy(policy)
+        .policy(max_actions(2))
         .build()
         .unwrap()
         .run("What is 2*(3+4)?")
@@ -198,11 +194,9 @@ async fn corrections_do_not_consume_actions() {
     }
     replies.push(final_answer(true, "The last result is 2."));
     let refs: Vec<&str> = replies.iter().map(String::as_str).collect();
-    let mut policy = Policy::default();
-    policy.limits.max_actions = 3;
     let report = Agent::builder_shared(Arc::new(Scripted::texts(&refs)))
         .tool(Calc::new())
-        .policy(policy)
+        .policy(max_actions(3))
         .build()
         .unwrap()
         .run("x")
@@ -212,6 +206,12 @@ async fn corrections_do_not_consume_actions() {
     assert_eq!(report.usage.corrections, 3);
     assert_eq!(report.stop_reason, StopReason::Final);
     assert!(report.satisfied);
+}
+
+fn max_actions(n: u32) -> Policy {
+    let mut policy = Policy::default();
+    policy.limits.max_actions = n;
+    policy
 }
 
 fn exact_backoff(retries: u32) -> Policy {

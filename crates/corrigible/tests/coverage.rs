@@ -8,7 +8,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use common::*;
 use corrigible::{
-    Agent, Allowed, Category, GroundedArgument, RunReport, Tool, ToolContext, ToolOutcome,
+    Agent, Allowed, Category, GroundedArgument, Policy, RunReport, Tool, ToolContext, ToolOutcome,
 };
 use serde_json::{Value, json};
 
@@ -38,8 +38,20 @@ impl Tool for Temperature {
 const REQUEST: &str = "How many degrees warmer is Rome than Paris right now?";
 
 async fn run(model: Arc<Scripted>, request: &str) -> RunReport {
+    run_with(model, request, Policy::default()).await
+}
+
+/// A run of `REQUEST` with a budget of one executed action.
+async fn run_with_one_action(model: Arc<Scripted>) -> RunReport {
+    let mut policy = Policy::default();
+    policy.limits.max_actions = 1;
+    run_with(model, REQUEST, policy).await
+}
+
+async fn run_with(model: Arc<Scripted>, request: &str, policy: Policy) -> RunReport {
     Agent::builder_shared(model)
         .tool(Temperature)
+        .policy(policy)
         .build()
         .unwrap()
         .run(request)
@@ -125,16 +137,7 @@ async fn with_the_action_budget_spent_a_partial_answer_is_not_sent_back_for_a_ca
         &action("weather", json!({"city": "Rome"})),
         &final_answer(true, "Rome is 12.6 degrees; Paris was not looked up."),
     ]));
-    let mut policy = corrigible::Policy::default();
-    policy.limits.max_actions = 1;
-    let report = Agent::builder_shared(model)
-        .tool(Temperature)
-        .policy(policy)
-        .build()
-        .unwrap()
-        .run(REQUEST)
-        .await
-        .unwrap();
+    let report = run_with_one_action(model).await;
     assert!(
         report.corrections.is_empty(),
         "no call could take up Paris: {:?}",
@@ -150,16 +153,7 @@ async fn with_the_action_budget_spent_a_correction_round_takes_only_a_final_answ
         &final_answer(true, "It is warmer in Rome."),
         &final_answer(true, "12.6 degrees in Rome."),
     ]));
-    let mut policy = corrigible::Policy::default();
-    policy.limits.max_actions = 1;
-    let report = Agent::builder_shared(model.clone())
-        .tool(Temperature)
-        .policy(policy)
-        .build()
-        .unwrap()
-        .run(REQUEST)
-        .await
-        .unwrap();
+    let report = run_with_one_action(model.clone()).await;
     let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
     assert_eq!(categories, [Category::UnstatedResult]);
     let correction = model.request(2).correction.expect("a correction round");

@@ -259,7 +259,7 @@ impl<'a> Run<'a> {
                 done_actions,
                 no_numbers_yet: first.category == Category::UngroundedArgument
                     && self.no_numbers_for(first.tool.as_deref()),
-                budget_spent: self.state.executed >= limits.max_actions,
+                budget_spent: self.budget_spent(),
             });
             rejected_reply = Some(signature);
         }
@@ -345,6 +345,11 @@ impl<'a> Run<'a> {
         tools.sort();
         tools.dedup();
         (tools, self.done())
+    }
+
+    /// Whether the run's budget of executed actions is spent: no further action may run.
+    pub(crate) fn budget_spent(&self) -> bool {
+        self.state.executed >= self.policy.limits.max_actions
     }
 
     /// Whether `tool` takes only `numbers` grounded arguments and the conversation has no

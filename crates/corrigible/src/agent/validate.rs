@@ -15,8 +15,8 @@ impl Run<'_> {
     pub(crate) fn validate(&self, decision: Decision) -> Result<Decision, Rejection> {
         match &decision {
             Decision::Action(action) => {
-                let budget = self.policy.limits.max_actions;
-                if self.state.executed >= budget {
+                if self.budget_spent() {
+                    let budget = self.policy.limits.max_actions;
                     return Err(Rejection::new(
                         Category::ActionBudgetSpent,
                         format!(
@@ -79,7 +79,7 @@ impl Run<'_> {
                 if answer.satisfied
                     && self.policy.grounding == Grounding::Values
                     && !self.state.coverage_asked
-                    && self.state.executed < self.policy.limits.max_actions
+                    && !self.budget_spent()
                 {
                     let uncovered = self.uncovered();
                     if !uncovered.is_empty() {
