@@ -47,7 +47,7 @@ pub enum ConfigCommand {
 /// Which model to use and how to reach it.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// `local` (the embedded model), `replay:FILE`, `openai:MODEL`, `gemini:MODEL` or `anthropic:MODEL`.
+    /// `local` (the embedded model; `local:qwen2.5-coder-1.5b` or `local:FILE.gguf` for another), `replay:FILE`, `openai:MODEL`, `gemini:MODEL` or `anthropic:MODEL`.
     #[arg(long)]
     pub model: Option<String>,
     /// Base URL of the provider (OpenAI-compatible: up to and including `/v1`; Gemini and Anthropic: the host root).

@@ -90,7 +90,7 @@ fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)
             .collect::<anyhow::Result<Vec<_>>>()?;
         let path = match (&args.model_path, arg) {
             (Some(path), _) => path.clone(),
-            (None, Some(arg)) => arg.into(),
+            (None, Some(arg)) => corrigible_local::local_model_path(arg)?,
             (None, None) => corrigible_local::resolve_model_path()?,
         };
         let local = LocalModel::load(LocalConfig::new(path))?;

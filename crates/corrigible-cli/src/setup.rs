@@ -86,7 +86,7 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
             }
             let path = match (&args.model_path, arg) {
                 (Some(path), _) => path.clone(),
-                (None, Some(arg)) => arg.into(),
+                (None, Some(arg)) => corrigible_local::local_model_path(arg)?,
                 (None, None) => corrigible_local::resolve_model_path()?,
             };
             let mut config = LocalConfig::new(path);

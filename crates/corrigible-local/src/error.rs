@@ -12,12 +12,14 @@ pub const FETCH_COMMAND: &str = "scripts/fetch-model";
 pub enum LocalError {
     /// The model file is not where it was expected.
     #[error(
-        "embedded model not found at {}: run `{FETCH_COMMAND}` (or set CORRIGIBLE_MODEL to a llama-architecture GGUF file)",
+        "embedded model not found at {}: run `{fetch}` (or set CORRIGIBLE_MODEL to a llama or qwen2 GGUF file)",
         path.display()
     )]
     ModelMissing {
         /// Where the model was looked for.
         path: PathBuf,
+        /// The command that fetches it.
+        fetch: String,
     },
     /// Reading the file failed.
     #[error("cannot read {}: {source}", path.display())]
@@ -27,7 +29,7 @@ pub enum LocalError {
         /// The cause.
         source: std::io::Error,
     },
-    /// The file is not a usable llama-architecture GGUF model.
+    /// The file is not a usable llama or qwen2 GGUF model.
     #[error("unsupported model file: {0}")]
     Unsupported(String),
     /// The tokenizer could not be built or could not encode/decode.

@@ -1,7 +1,7 @@
 //! corrigible-local: the embedded model of corrigible.
 //!
-//! [`LocalModel`] runs a llama-architecture GGUF file (by default SmolLM2-135M-Instruct,
-//! fetched by `scripts/fetch-model`) on the CPU and implements [`corrigible::Model`] for the
+//! [`LocalModel`] runs a llama or qwen2 GGUF file (by default SmolLM2-135M-Instruct,
+//! fetched by `scripts/fetch-model`; [`KNOWN_MODELS`] lists the others it fetches) on the CPU and implements [`corrigible::Model`] for the
 //! JSON decision protocol. A reply is decoded greedily (or sampled with a seed), optionally
 //! constrained token by token to the decision's JSON Schema ([`Constrain`]), and a correction
 //! round reuses the cached keys and values of the prompt prefix it shares with the previous
@@ -32,8 +32,8 @@ pub use error::{FETCH_COMMAND, LocalError};
 pub use generate::{Generation, StopReason};
 pub use model::{LocalModel, inference_threads};
 pub use path::{
-    DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, MODEL_DIR_ENV, MODEL_ENV, model_path_from_env,
-    resolve_model_path,
+    DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, KNOWN_MODELS, KnownModel, MODEL_DIR_ENV, MODEL_ENV,
+    local_model_path, model_path_from_env, resolve_model_path,
 };
 pub use template::{CHATML_TEMPLATE, ChatTemplate};
 pub use tokenizer::Tokenizer;

@@ -108,7 +108,10 @@ impl LocalModel {
         let start = Instant::now();
         let path = config.model_path.clone();
         if !path.is_file() {
-            return Err(LocalError::ModelMissing { path });
+            return Err(LocalError::ModelMissing {
+                path,
+                fetch: crate::error::FETCH_COMMAND.to_string(),
+            });
         }
         let io_error = |source| LocalError::Io {
             path: path.clone(),

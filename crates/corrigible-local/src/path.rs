@@ -1,8 +1,9 @@
-//! Where the embedded model lives: `CORRIGIBLE_MODEL`, `CORRIGIBLE_MODEL_DIR` or the default.
+//! Where the embedded model lives: `CORRIGIBLE_MODEL`, `CORRIGIBLE_MODEL_DIR` or the default,
+//! and the models `scripts/fetch-model` knows by name.
 
 use std::path::{Path, PathBuf};
 
-use crate::error::LocalError;
+use crate::error::{FETCH_COMMAND, LocalError};
 
 /// The file name of the default model inside the model directory.
 pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
@@ -10,6 +11,31 @@ pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
 /// SHA-256 of the default model file, as `scripts/fetch-model` verifies it.
 pub const DEFAULT_MODEL_SHA256: &str =
     "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+
+/// A model that `scripts/fetch-model NAME` fetches into the model directory.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct KnownModel {
+    /// The name given to `scripts/fetch-model` and to `--model local:NAME`.
+    pub name: &'static str,
+    /// The file name inside the model directory.
+    pub file: &'static str,
+    /// SHA-256 of the file, as `scripts/fetch-model` verifies it.
+    pub sha256: &'static str,
+}
+
+/// Every model `scripts/fetch-model` fetches; the first is the default.
+pub const KNOWN_MODELS: [KnownModel; 2] = [
+    KnownModel {
+        name: "smollm2-135m",
+        file: DEFAULT_MODEL_FILE,
+        sha256: DEFAULT_MODEL_SHA256,
+    },
+    KnownModel {
+        name: "qwen2.5-coder-1.5b",
+        file: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
+        sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+    },
+];
 
 /// Environment variable naming a model file directly.
 pub const MODEL_ENV: &str = "CORRIGIBLE_MODEL";
@@ -26,11 +52,16 @@ pub fn model_path_from_env() -> PathBuf {
     if let Some(file) = var(MODEL_ENV) {
         return PathBuf::from(file);
     }
-    let dir = match var(MODEL_DIR_ENV) {
+    model_dir().join(DEFAULT_MODEL_FILE)
+}
+
+/// `$CORRIGIBLE_MODEL_DIR`, or `~/.cache/corrigible/models`.
+fn model_dir() -> PathBuf {
+    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
+    match var(MODEL_DIR_ENV) {
         Some(dir) => PathBuf::from(dir),
         None => default_model_dir(var("HOME").map(PathBuf::from).as_deref()),
-    };
-    dir.join(DEFAULT_MODEL_FILE)
+    }
 }
 
 fn default_model_dir(home: Option<&Path>) -> PathBuf {
@@ -48,7 +79,27 @@ pub fn resolve_model_path() -> Result<PathBuf, LocalError> {
     if path.is_file() {
         Ok(path)
     } else {
-        Err(LocalError::ModelMissing { path })
+        Err(LocalError::ModelMissing {
+            path,
+            fetch: FETCH_COMMAND.to_string(),
+        })
+    }
+}
+
+/// The file of `--model local:ARG`: a [`KnownModel`]'s name means its file in the model
+/// directory (which must exist), anything else is a path.
+pub fn local_model_path(arg: &str) -> Result<PathBuf, LocalError> {
+    let Some(known) = KNOWN_MODELS.iter().find(|m| m.name == arg) else {
+        return Ok(PathBuf::from(arg));
+    };
+    let path = model_dir().join(known.file);
+    if path.is_file() {
+        Ok(path)
+    } else {
+        Err(LocalError::ModelMissing {
+            path,
+            fetch: format!("{FETCH_COMMAND} {}", known.name),
+        })
     }
 }
 
@@ -68,9 +119,44 @@ mod tests {
     fn missing_model_names_the_fetch_command() {
         let e = LocalError::ModelMissing {
             path: PathBuf::from("/nowhere/m.gguf"),
+            fetch: FETCH_COMMAND.to_string(),
         };
         let text = e.to_string();
         assert!(text.contains("scripts/fetch-model"), "{text}");
         assert!(text.contains("/nowhere/m.gguf"), "{text}");
+    }
+
+    #[test]
+    fn a_path_that_names_no_known_model_is_a_path() {
+        assert_eq!(
+            local_model_path("models/mine.gguf").ok(),
+            Some(PathBuf::from("models/mine.gguf"))
+        );
+    }
+
+    #[test]
+    fn a_missing_known_model_names_its_own_fetch_command() {
+        let missing = KNOWN_MODELS
+            .iter()
+            .find(|m| !model_dir().join(m.file).is_file());
+        let Some(m) = missing else {
+            return;
+        };
+        let text = local_model_path(m.name).unwrap_err().to_string();
+        assert!(
+            text.contains(&format!("scripts/fetch-model {}", m.name)),
+            "{text}"
+        );
+        assert!(text.contains(m.file), "{text}");
+    }
+
+    #[test]
+    fn the_fetch_script_and_the_table_agree() {
+        let script = include_str!("../../../scripts/fetch-model");
+        for m in KNOWN_MODELS {
+            assert!(script.contains(m.name), "{}", m.name);
+            assert!(script.contains(m.file), "{}", m.file);
+            assert!(script.contains(m.sha256), "{}", m.sha256);
+        }
     }
 }

@@ -1,18 +1,46 @@
-//! The forward pass against candle-transformers' quantized llama on the shipped model: the
-//! reference keeps every matrix as stored (Q4_1 with GGML's Q8_1 activations), like llama.cpp.
+//! The forward pass against candle-transformers' quantized llama and qwen2: the reference
+//! keeps every matrix as stored (Q4_1 or K-quants with GGML's Q8 activations), like llama.cpp.
 
 use std::fs::File;
 use std::io::BufReader;
+use std::path::{Path, PathBuf};
 
 use candle_core::quantized::gguf_file;
-use candle_core::{Device, Tensor};
-use candle_transformers::models::quantized_llama::ModelWeights;
+use candle_core::{Device, Result, Tensor};
+use candle_transformers::models::{quantized_llama, quantized_qwen2};
 
 use crate::config::Weights;
 use crate::path::resolve_model_path;
 
 /// Prompt token ids: ordinary English tokens of SmolLM2's vocabulary.
 const PROMPT: [u32; 12] = [1, 504, 3458, 28, 253, 1345, 314, 2030, 30, 378, 216, 19];
+
+/// The Qwen2 prompt, encoded with the file's own tokenizer.
+const QWEN_PROMPT: &str = "<|im_start|>user\nWhat is 17 * 23?<|im_end|>\n<|im_start|>assistant\n";
+
+/// Where `scripts/fetch-model qwen2.5-coder-1.5b` puts the Qwen2 model.
+fn qwen_model_path() -> PathBuf {
+    match crate::path::local_model_path("qwen2.5-coder-1.5b") {
+        Ok(path) => path,
+        Err(crate::error::LocalError::ModelMissing { path, .. }) => path,
+        Err(e) => panic!("{e}"),
+    }
+}
+
+/// Either reference model of candle-transformers.
+enum Reference {
+    Llama(quantized_llama::ModelWeights),
+    Qwen2(quantized_qwen2::ModelWeights),
+}
+
+impl Reference {
+    fn forward(&mut self, ids: &Tensor, pos: usize) -> Result<Tensor> {
+        match self {
+            Reference::Llama(m) => m.forward(ids, pos),
+            Reference::Qwen2(m) => m.forward(ids, pos),
+        }
+    }
+}
 
 /// Greedy steps compared after the prompt.
 const STEPS: usize = 24;
@@ -55,19 +83,50 @@ fn greedy_tokens_and_logits_follow_the_reference() {
         eprintln!("skipping: no model");
         return;
     };
+    follows_reference(&path, &PROMPT, 1.5);
+}
+
+/// The same on Qwen2.5-Coder-1.5B-Instruct Q4_K_M (biases on queries, keys and values, rotary
+/// pairs of halves), fetched by `scripts/fetch-model qwen2.5-coder-1.5b`. Skipped without the
+/// file, except under CI (`CI` set), where `.ci/run` fetches it.
+#[test]
+fn qwen2_greedy_tokens_and_logits_follow_the_reference() {
+    let path = qwen_model_path();
+    if !path.is_file() {
+        assert!(
+            std::env::var_os("CI").is_none(),
+            "no model at {}: run `scripts/fetch-model qwen2.5-coder-1.5b`",
+            path.display()
+        );
+        eprintln!("skipping: no model at {}", path.display());
+        return;
+    }
+    let mut r = BufReader::new(File::open(&path).expect("open"));
+    let ct = gguf_file::Content::read(&mut r).expect("gguf");
+    let tokenizer = crate::tokenizer::Tokenizer::from_gguf(&ct).expect("tokenizer");
+    let prompt = tokenizer.encode(QWEN_PROMPT).expect("encode");
+    follows_reference(&path, &prompt, 1.5);
+}
+
+fn follows_reference(path: &Path, prompt: &[u32], max_logit_gap: f32) {
     let dev = Device::Cpu;
     let open = || -> (gguf_file::Content, BufReader<File>) {
-        let mut r = BufReader::new(File::open(&path).expect("open"));
+        let mut r = BufReader::new(File::open(path).expect("open"));
         let ct = gguf_file::Content::read(&mut r).expect("gguf");
         (ct, r)
     };
     let (ct, mut r) = open();
     let mut ours = super::load(&ct, &mut r, Weights::Requantize, &dev).expect("load");
+    let qwen2 = ours.hyper().rope_style == super::RopeStyle::Halves;
     let (ct, mut r) = open();
-    let mut reference = ModelWeights::from_gguf(ct, &mut r, &dev).expect("reference");
+    let mut reference = if qwen2 {
+        Reference::Qwen2(quantized_qwen2::ModelWeights::from_gguf(ct, &mut r, &dev).expect("ref"))
+    } else {
+        Reference::Llama(quantized_llama::ModelWeights::from_gguf(ct, &mut r, &dev).expect("ref"))
+    };
 
     // Both read the reference's greedy tokens, so every step compares the same context.
-    let mut tokens = PROMPT.to_vec();
+    let mut tokens = prompt.to_vec();
     let (mut worst, mut agree, mut closest) = (0f32, 0, 0f32);
     for step in 0..STEPS {
         let pos = ours.cached_len();
@@ -101,7 +160,7 @@ fn greedy_tokens_and_logits_follow_the_reference() {
     }
     eprintln!("{agree}/{STEPS} greedy tokens agree, largest logit difference {worst}");
     assert!(
-        closest < NEAR_TIE && worst < 1.5,
+        closest < NEAR_TIE && worst < max_logit_gap,
         "{agree}/{STEPS}, a flip at margin {closest}, logits within {worst}"
     );
 }

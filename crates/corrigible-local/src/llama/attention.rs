@@ -55,6 +55,7 @@ mod tests {
             embedding_length: n_head * head_dim,
             rope_dim: head_dim,
             rope_freq_base: 10_000.0,
+            rope_style: super::super::RopeStyle::Interleaved,
             rms_norm_eps: 1e-5,
             context_length: 64,
         }

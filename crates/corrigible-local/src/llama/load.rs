@@ -14,7 +14,16 @@ use crate::config::Weights;
 /// The longest context the rotary tables are built for, whatever the file declares.
 const MAX_CONTEXT: usize = 32_768;
 
-/// The hyper-parameters of a llama model, read from the GGUF metadata.
+/// How a head's dimensions are paired for the rotary embedding.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum RopeStyle {
+    /// Adjacent pairs `(x[2i], x[2i + 1])`: llama files, whose weights GGUF permutes to match.
+    Interleaved,
+    /// The two halves `(x[i], x[i + d/2])`: Qwen2 (llama.cpp's NEOX style).
+    Halves,
+}
+
+/// The hyper-parameters of a llama-family model, read from the GGUF metadata.
 #[derive(Debug, Clone, PartialEq)]
 pub struct Hyper {
     /// Attention heads.
@@ -31,6 +40,8 @@ pub struct Hyper {
     pub rope_dim: usize,
     /// RoPE base frequency.
     pub rope_freq_base: f32,
+    /// Pairing of the rotated dimensions.
+    pub rope_style: RopeStyle,
     /// RMS-norm epsilon.
     pub rms_norm_eps: f64,
     /// Positions the model can attend to.
@@ -52,15 +63,20 @@ impl Hyper {
             .and_then(|v| v.to_string().ok())
             .cloned()
             .unwrap_or_default();
-        if arch != "llama" {
-            candle_core::bail!("architecture `{arch}` is not supported: expected `llama`");
+        let rope_style = match arch.as_str() {
+            "llama" => RopeStyle::Interleaved,
+            "qwen2" => RopeStyle::Halves,
+            _ => candle_core::bail!(
+                "architecture `{arch}` is not supported: expected `llama` or `qwen2`"
+            ),
+        };
+        let key = |name: &str| format!("{arch}.{name}");
+        if md_u32(ct, &key("expert_count")).unwrap_or(0) > 1 {
+            candle_core::bail!("mixture-of-experts models are not supported");
         }
-        if md_u32(ct, "llama.expert_count").unwrap_or(0) > 1 {
-            candle_core::bail!("mixture-of-experts llama models are not supported");
-        }
-        let n_head = md_u32(ct, "llama.attention.head_count")?;
-        let n_kv_head = md_u32(ct, "llama.attention.head_count_kv").unwrap_or(n_head);
-        let embedding_length = md_u32(ct, "llama.embedding_length")?;
+        let n_head = md_u32(ct, &key("attention.head_count"))?;
+        let n_kv_head = md_u32(ct, &key("attention.head_count_kv")).unwrap_or(n_head);
+        let embedding_length = md_u32(ct, &key("embedding_length"))?;
         if n_head == 0 || n_kv_head == 0 || n_head % n_kv_head != 0 {
             candle_core::bail!("invalid head counts {n_head}/{n_kv_head}");
         }
@@ -70,25 +86,26 @@ impl Hyper {
             );
         }
         let head_dim = embedding_length / n_head;
-        let rms_norm_eps = match ct.metadata.get("llama.attention.layer_norm_rms_epsilon") {
+        let rms_norm_eps = match ct.metadata.get(&key("attention.layer_norm_rms_epsilon")) {
             Some(v) => v.to_f32()? as f64,
             None => 1e-5,
         };
         let rope_freq_base = ct
             .metadata
-            .get("llama.rope.freq_base")
+            .get(&key("rope.freq_base"))
             .and_then(|v| v.to_f32().ok())
             .unwrap_or(10_000.0);
         Ok(Self {
             n_head,
             n_kv_head,
             head_dim,
-            n_layer: md_u32(ct, "llama.block_count")?,
+            n_layer: md_u32(ct, &key("block_count"))?,
             embedding_length,
-            rope_dim: md_u32(ct, "llama.rope.dimension_count").unwrap_or(head_dim),
+            rope_dim: md_u32(ct, &key("rope.dimension_count")).unwrap_or(head_dim),
             rope_freq_base,
+            rope_style,
             rms_norm_eps,
-            context_length: md_u32(ct, "llama.context_length")
+            context_length: md_u32(ct, &key("context_length"))
                 .unwrap_or(4096)
                 .clamp(1, MAX_CONTEXT),
         })
@@ -146,6 +163,18 @@ impl<R: Read + Seek> Reader<'_, R> {
         }
     }
 
+    /// The biases of `names` concatenated, or `None` when the file has none of them.
+    fn biases(&mut self, names: &[String]) -> Result<Option<Vec<f32>>> {
+        if !names.iter().any(|n| self.ct.tensor_infos.contains_key(n)) {
+            return Ok(None);
+        }
+        let mut out = Vec::new();
+        for name in names {
+            out.extend(self.norm(name)?);
+        }
+        Ok(Some(out))
+    }
+
     fn norm(&mut self, name: &str) -> Result<Vec<f32>> {
         self.raw(name)?
             .dequantize(self.device)?
@@ -194,8 +223,10 @@ pub fn load<R: Read + Seek>(
     let mut layers = Vec::with_capacity(hyper.n_layer);
     for i in 0..hyper.n_layer {
         let p = |name: &str| format!("blk.{i}.{name}.weight");
+        let bias = |name: &str| format!("blk.{i}.{name}.bias");
         let layer = Layer {
             qkv: r.linear(&[p("attn_q"), p("attn_k"), p("attn_v")])?,
+            qkv_bias: r.biases(&[bias("attn_q"), bias("attn_k"), bias("attn_v")])?,
             wo: r.linear(&[p("attn_output")])?,
             attention_norm: r.norm(&p("attn_norm"))?,
             gate_up: r.linear(&[p("ffn_gate"), p("ffn_up")])?,
@@ -232,6 +263,7 @@ fn check_layer(l: &Layer, h: &Hyper) -> Result<()> {
         && l.gate_up.rows().is_multiple_of(2)
         && l.down.rows() == dim
         && l.down.cols() == l.gate_up.rows() / 2
+        && l.qkv_bias.as_ref().is_none_or(|b| b.len() == qkv)
         && l.attention_norm.len() == dim
         && l.ffn_norm.len() == dim
         && h.rope_dim <= h.head_dim;

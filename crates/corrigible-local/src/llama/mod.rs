@@ -24,15 +24,17 @@ mod vector;
 use candle_core::Result;
 
 pub use cache::KvCache;
-pub use load::{Hyper, load};
+pub use load::{Hyper, RopeStyle, load};
 
 use embeddings::Embeddings;
 use linear::{Linear, Scratch};
-use vector::{add_assign, rms_norm, rope_interleaved, silu_mul};
+use vector::{add_assign, rms_norm, rope_halves, rope_interleaved, silu_mul};
 
 struct Layer {
     /// Queries, keys and values stacked.
     qkv: Linear,
+    /// Biases added to the stacked queries, keys and values (Qwen2), if the file has them.
+    qkv_bias: Option<Vec<f32>>,
     wo: Linear,
     /// Gate and up projections stacked.
     gate_up: Linear,
@@ -47,6 +49,7 @@ struct Rope {
     cos: Vec<f32>,
     sin: Vec<f32>,
     half: usize,
+    style: RopeStyle,
 }
 
 impl Rope {
@@ -65,14 +68,27 @@ impl Rope {
                 sin.push(angle.sin());
             }
         }
-        Self { cos, sin, half }
+        Self {
+            cos,
+            sin,
+            half,
+            style: hyper.rope_style,
+        }
     }
 
     /// Rotates one head's vector `x` for position `pos`.
     fn apply(&self, x: &mut [f32], pos: usize) {
         let range = pos * self.half..(pos + 1) * self.half;
         if let (Some(cos), Some(sin)) = (self.cos.get(range.clone()), self.sin.get(range)) {
-            rope_interleaved(x, cos, sin);
+            match self.style {
+                RopeStyle::Interleaved => rope_interleaved(x, cos, sin),
+                RopeStyle::Halves => {
+                    let rotated = 2 * self.half;
+                    if let Some(x) = x.get_mut(..rotated) {
+                        rope_halves(x, cos, sin);
+                    }
+                }
+            }
         }
     }
 }
@@ -162,6 +178,9 @@ impl Llama {
                 .forward(&b.normed, seq, &mut b.scratch, &mut b.qkv)?;
             let qkv_width = layer.qkv.rows();
             for (t, row) in b.qkv.chunks_exact_mut(qkv_width).enumerate() {
+                if let Some(bias) = &layer.qkv_bias {
+                    add_assign(row, bias);
+                }
                 let (q, kv) = row.split_at_mut(q_width);
                 let (k, v) = kv.split_at_mut(kv_width);
                 for head in q

@@ -67,6 +67,17 @@ pub fn rope_interleaved(x: &mut [f32], cos: &[f32], sin: &[f32]) {
     }
 }
 
+/// Rotates `x` as pairs of its two halves (`x[i]`, `x[i + half]`), the NEOX layout of Qwen2.
+pub fn rope_halves(x: &mut [f32], cos: &[f32], sin: &[f32]) {
+    let half = cos.len().min(x.len() / 2);
+    let (first, second) = x.split_at_mut(half);
+    for (((a, b), c), s) in first.iter_mut().zip(second.iter_mut()).zip(cos).zip(sin) {
+        let (x0, x1) = (*a, *b);
+        *a = x0 * c - x1 * s;
+        *b = x0 * s + x1 * c;
+    }
+}
+
 /// `gate[i] = silu(gate[i]) * up[i]`.
 pub fn silu_mul(gate: &mut [f32], up: &[f32]) {
     #[cfg(target_arch = "x86_64")]
@@ -255,5 +266,30 @@ mod tests {
         let mut x = [1.0, 0.0, 0.0, 1.0];
         rope_interleaved(&mut x, &[0.0, 1.0], &[1.0, 0.0]);
         assert_eq!(x, [0.0, 1.0, 0.0, 1.0]);
+    }
+
+    #[test]
+    fn rope_rotates_halves() {
+        // Pairs (x[0], x[2]) by 90 degrees and (x[1], x[3]) by 0.
+        let mut x = [1.0, 0.0, 0.0, 1.0];
+        rope_halves(&mut x, &[0.0, 1.0], &[1.0, 0.0]);
+        assert_eq!(x, [0.0, 0.0, 1.0, 1.0]);
+    }
+
+    #[test]
+    fn rope_styles_agree_on_permuted_layouts() {
+        let x: Vec<f32> = (0..8).map(|i| i as f32 + 1.0).collect();
+        let (cos, sin) = ([0.6, 0.8, 0.0, 1.0], [0.8, 0.6, 1.0, 0.0]);
+        let mut interleaved = x.clone();
+        rope_interleaved(&mut interleaved, &cos, &sin);
+        let mut halves: Vec<f32> = (0..4)
+            .map(|i| x[2 * i])
+            .chain((0..4).map(|i| x[2 * i + 1]))
+            .collect();
+        rope_halves(&mut halves, &cos, &sin);
+        for i in 0..4 {
+            assert_eq!(halves[i], interleaved[2 * i]);
+            assert_eq!(halves[i + 4], interleaved[2 * i + 1]);
+        }
     }
 }
