@@ -1,4 +1,4 @@
-//! Reading a llama-architecture GGUF file into a [`Llama`], re-quantizing on the way the
+//! Reading a llama or qwen2 GGUF file into a [`Llama`], re-quantizing on the way the
 //! formats this crate has no kernel for.
 
 use std::io::{Read, Seek};

@@ -3,9 +3,10 @@
 // Licensed under the Apache License, Version 2.0 or the MIT license, at your option.
 // Changes for corrigible: dense feed-forward only, a key/value cache that can be cut back to
 // a prefix, optional re-quantization of the weights at load time, and a forward pass on plain
-// slices with this crate's Q8_0 and Q4_1 kernels instead of candle tensor operations.
+// slices with this crate's Q8_0 and Q4_1 kernels instead of candle tensor operations, and the
+// qwen2 variant (q/k/v biases, rotary pairs of halves) as in `src/models/quantized_qwen2.rs`.
 
-//! A llama-architecture transformer over quantized GGUF weights, run on the CPU.
+//! A llama-family transformer (llama, qwen2) over quantized GGUF weights, run on the CPU.
 
 #[cfg(test)]
 mod agreement;
