@@ -234,6 +234,9 @@ pub struct BenchModelArgs {
     /// Tokens generated per measurement.
     #[arg(long, default_value_t = 128)]
     pub decode_tokens: usize,
+    /// A model fetched by name (`local:qwen2.5-coder-1.5b`) or a GGUF file (`local:FILE.gguf`).
+    #[arg(long, conflicts_with = "model_path")]
+    pub model: Option<String>,
     /// Path of a GGUF file (default: CORRIGIBLE_MODEL, or the model directory).
     #[arg(long)]
     pub model_path: Option<PathBuf>,

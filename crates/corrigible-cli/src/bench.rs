@@ -124,9 +124,16 @@ async fn bench_model(args: BenchModelArgs) -> anyhow::Result<()> {
     if args.decode_tokens == 0 {
         bail!("--decode-tokens: must be at least 1");
     }
-    let path = match args.model_path {
-        Some(path) => path,
-        None => corrigible_local::resolve_model_path()?,
+    let path = match (args.model_path, args.model.as_deref()) {
+        (Some(path), _) => path,
+        (None, Some(spec)) => match spec.strip_prefix("local:") {
+            Some(name) => corrigible_local::local_model_path(name)?,
+            None if spec == "local" => corrigible_local::resolve_model_path()?,
+            None => {
+                bail!("--model: `bench model` measures the embedded model: `local` or `local:NAME`")
+            }
+        },
+        (None, None) => corrigible_local::resolve_model_path()?,
     };
     let config = LocalConfig::new(path);
     let report = tokio::task::spawn_blocking(move || {
