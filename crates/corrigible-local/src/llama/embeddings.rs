@@ -1,7 +1,10 @@
-//! The token embedding table: read from the output matrix when the model ties the two, or
-//! held dequantized.
+//! The token embedding table: read from the output matrix when the model ties the two, kept
+//! as stored in the file, or held dequantized.
 
-use candle_core::Result;
+use std::borrow::Cow;
+
+use candle_core::quantized::{GgmlDType, QStorage, QTensor};
+use candle_core::{Device, Result};
 
 use super::linear::Linear;
 
@@ -11,6 +14,18 @@ pub enum Embeddings {
     /// when a token is fed, and no second copy of the table is kept (about 110 MiB for
     /// SmolLM2's 49152 × 576).
     Tied,
+    /// The table as stored in the file (Qwen2.5-1.5B: 151936 × 1536 in Q4_K, 125 MiB instead of
+    /// 890 MiB as f32): a row is dequantized, by candle, when a token is fed.
+    Rows {
+        /// The stored rows, one after the other.
+        bytes: Vec<u8>,
+        /// Their format.
+        dtype: GgmlDType,
+        /// Bytes per row.
+        row_bytes: usize,
+        /// Rows held.
+        rows: usize,
+    },
     /// The table dequantized to f32, one row of `width` values per token.
     Table {
         /// Row after row.
@@ -21,10 +36,30 @@ pub enum Embeddings {
 }
 
 impl Embeddings {
+    /// The table `t` (`rows × width`) kept as stored, or `None` when its rows cannot be read
+    /// one by one in place: a width other than `width`, or rows not aligned for the blocks.
+    pub fn rows(t: &QTensor, width: usize) -> Result<Option<Self>> {
+        let (rows, cols) = t.shape().dims2()?;
+        let bytes = t.data()?.into_owned();
+        let row_bytes = bytes.len().checked_div(rows).unwrap_or(0);
+        // Every block type is at most 4-byte aligned; candle asserts it when reading blocks.
+        let aligned = row_bytes % 4 == 0 && (bytes.as_ptr() as usize) % 4 == 0;
+        if cols != width || row_bytes == 0 || row_bytes * rows != bytes.len() || !aligned {
+            return Ok(None);
+        }
+        Ok(Some(Embeddings::Rows {
+            bytes,
+            dtype: t.dtype(),
+            row_bytes,
+            rows,
+        }))
+    }
+
     /// Rows held: the number of token ids the model knows.
     pub fn vocab(&self, output: &Linear) -> usize {
         match self {
             Embeddings::Tied => output.rows(),
+            Embeddings::Rows { rows, .. } => *rows,
             Embeddings::Table { values, width } => values.len().checked_div(*width).unwrap_or(0),
         }
     }
@@ -48,6 +83,15 @@ impl Embeddings {
             }
             let found = match self {
                 Embeddings::Tied => output.dequantize_row(t, row),
+                Embeddings::Rows {
+                    bytes,
+                    dtype,
+                    row_bytes,
+                    ..
+                } => match bytes.get(t * row_bytes..(t + 1) * row_bytes) {
+                    Some(src) => dequantize_row(src, *dtype, row)?,
+                    None => false,
+                },
                 Embeddings::Table { values, .. } => values
                     .get(t * width..(t + 1) * width)
                     .map(|src| row.copy_from_slice(src))
@@ -58,5 +102,63 @@ impl Embeddings {
             }
         }
         Ok(())
+    }
+}
+
+/// Dequantizes one stored row `src` of `dtype` into `out`; `false` if the sizes disagree.
+fn dequantize_row(src: &[u8], dtype: GgmlDType, out: &mut [f32]) -> Result<bool> {
+    let storage = QStorage::from_data(Cow::Borrowed(src), &Device::Cpu, dtype)?;
+    let values: Vec<f32> = QTensor::new(storage, (out.len(),))?
+        .dequantize(&Device::Cpu)?
+        .to_vec1()?;
+    if values.len() != out.len() {
+        return Ok(false);
+    }
+    out.copy_from_slice(&values);
+    Ok(true)
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::Tensor;
+
+    use super::*;
+
+    #[test]
+    fn stored_rows_read_as_the_dequantized_table() {
+        let (rows, width) = (5, 512);
+        let values: Vec<f32> = (0..rows * width)
+            .map(|i| (i as f32 * 0.173).sin() * 2.0)
+            .collect();
+        let dense = Tensor::from_vec(values, (rows, width), &Device::Cpu).unwrap();
+        for dtype in [GgmlDType::Q4K, GgmlDType::Q6K, GgmlDType::Q8_0] {
+            let q = QTensor::quantize(&dense, dtype).unwrap();
+            let stored = Embeddings::rows(&q, width).unwrap().expect("aligned rows");
+            let table = Embeddings::Table {
+                values: q
+                    .dequantize(&Device::Cpu)
+                    .unwrap()
+                    .flatten_all()
+                    .unwrap()
+                    .to_vec1()
+                    .unwrap(),
+                width,
+            };
+            let output = Linear::new(vec![q]).unwrap();
+            let tokens = [4, 0, 2, 2];
+            let (mut a, mut b) = (Vec::new(), Vec::new());
+            stored.lookup(&output, &tokens, width, &mut a).unwrap();
+            table.lookup(&output, &tokens, width, &mut b).unwrap();
+            assert_eq!(a, b, "{dtype:?}");
+            assert_eq!(stored.vocab(&output), rows);
+            assert!(stored.lookup(&output, &[5], width, &mut a).is_err());
+        }
+    }
+
+    #[test]
+    fn another_width_is_not_read_in_place() {
+        let dense = Tensor::zeros((2, 256), candle_core::DType::F32, &Device::Cpu).unwrap();
+        let q = QTensor::quantize(&dense, GgmlDType::Q4K).unwrap();
+        assert!(Embeddings::rows(&q, 512).unwrap().is_none());
     }
 }

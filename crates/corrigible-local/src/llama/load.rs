@@ -199,6 +199,9 @@ pub fn load<R: Read + Seek>(
     };
     let embd_q = r.raw("token_embd.weight")?;
     let table = |t: &QTensor| -> Result<Embeddings> {
+        if let Some(rows) = Embeddings::rows(t, hyper.embedding_length)? {
+            return Ok(rows);
+        }
         Ok(Embeddings::Table {
             values: t.dequantize(device)?.flatten_all()?.to_vec1()?,
             width: hyper.embedding_length,
