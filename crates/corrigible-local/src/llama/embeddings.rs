@@ -43,7 +43,7 @@ impl Embeddings {
         let bytes = t.data()?.into_owned();
         let row_bytes = bytes.len().checked_div(rows).unwrap_or(0);
         // Every block type is at most 4-byte aligned; candle asserts it when reading blocks.
-        let aligned = row_bytes % 4 == 0 && (bytes.as_ptr() as usize) % 4 == 0;
+        let aligned = row_bytes.is_multiple_of(4) && (bytes.as_ptr() as usize).is_multiple_of(4);
         if cols != width || row_bytes == 0 || row_bytes * rows != bytes.len() || !aligned {
             return Ok(None);
         }
