@@ -88,11 +88,7 @@ fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)
                     .map_err(|e| anyhow!("--constrain: {e}"))
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
-        let path = match (&args.model_path, arg) {
-            (Some(path), _) => path.clone(),
-            (None, Some(arg)) => corrigible_local::local_model_path(arg)?,
-            (None, None) => corrigible_local::resolve_model_path()?,
-        };
+        let path = setup::local_path(args.model_path.as_deref(), arg.as_deref())?;
         let local = LocalModel::load(LocalConfig::new(path))?;
         let name = local.name().to_string();
         let variants = modes
@@ -124,18 +120,17 @@ async fn bench_model(args: BenchModelArgs) -> anyhow::Result<()> {
     if args.decode_tokens == 0 {
         bail!("--decode-tokens: must be at least 1");
     }
-    let path = match (args.model_path, args.model.as_deref()) {
-        (Some(path), _) => path,
-        (None, Some(spec)) => match spec.strip_prefix("local:") {
-            Some(name) => corrigible_local::local_model_path(name)?,
-            None if spec == "local" => corrigible_local::resolve_model_path()?,
-            None => {
-                bail!("--model: `bench model` measures the embedded model: `local` or `local:NAME`")
-            }
-        },
-        (None, None) => corrigible_local::resolve_model_path()?,
+    let arg = match args.model.as_deref().map(str::parse::<ModelSpec>) {
+        None => None,
+        Some(Ok(ModelSpec::Local { arg })) => arg,
+        Some(_) => {
+            bail!("--model: `bench model` measures the embedded model: `local` or `local:NAME`")
+        }
     };
-    let config = LocalConfig::new(path);
+    let config = LocalConfig::new(setup::local_path(
+        args.model_path.as_deref(),
+        arg.as_deref(),
+    )?);
     let report = tokio::task::spawn_blocking(move || {
         corrigible_local::bench::bench_model(config, &args.prompt_tokens, args.decode_tokens)
     })

@@ -1,5 +1,6 @@
 //! Turns parsed arguments into validated engine values: the model, the tools and the policy.
 
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -60,6 +61,16 @@ pub fn merge(model: &mut ModelArgs, tools: &mut ToolArgs, file: &FileConfig) {
     }
 }
 
+/// The embedded model's file: `--model-path`, else `local:ARG` (a known name or a file), else
+/// the environment's default.
+pub fn local_path(model_path: Option<&Path>, arg: Option<&str>) -> anyhow::Result<PathBuf> {
+    Ok(match (model_path, arg) {
+        (Some(path), _) => path.to_path_buf(),
+        (None, Some(arg)) => corrigible_local::local_model_path(arg)?,
+        (None, None) => corrigible_local::resolve_model_path()?,
+    })
+}
+
 /// Builds the model named by `args`.
 pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
     let spec: ModelSpec = args
@@ -84,12 +95,8 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
             if protocol == Protocol::Native {
                 bail!("--protocol native: the embedded model speaks the json protocol only");
             }
-            let path = match (&args.model_path, arg) {
-                (Some(path), _) => path.clone(),
-                (None, Some(arg)) => corrigible_local::local_model_path(arg)?,
-                (None, None) => corrigible_local::resolve_model_path()?,
-            };
-            let mut config = LocalConfig::new(path);
+            let mut config =
+                LocalConfig::new(local_path(args.model_path.as_deref(), arg.as_deref())?);
             config.constrain = args
                 .constrain
                 .as_deref()

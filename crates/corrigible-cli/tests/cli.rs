@@ -222,26 +222,27 @@ fn usage_errors_exit_2() {
 #[test]
 fn a_missing_named_model_names_its_fetch_command() {
     let empty = tempfile::tempdir().unwrap();
-    let out = Command::new(env!("CARGO_BIN_EXE_corrigible"))
-        .args([
-            "run",
-            "--model",
-            "local:qwen2.5-coder-1.5b",
-            "What is 17 * 23?",
-        ])
-        .env("CORRIGIBLE_MODEL_DIR", empty.path())
-        .output()
-        .unwrap();
-    assert_eq!(out.status.code(), Some(2));
-    let err = String::from_utf8_lossy(&out.stderr);
-    assert!(
-        err.contains("scripts/fetch-model qwen2.5-coder-1.5b"),
-        "{err}"
-    );
-    assert!(
-        err.contains("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
-        "{err}"
-    );
+    let model = "local:qwen2.5-coder-1.5b";
+    for args in [
+        &["run", "--model", model, "What is 17 * 23?"][..],
+        &["bench", "model", "--model", model][..],
+    ] {
+        let out = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+            .args(args)
+            .env("CORRIGIBLE_MODEL_DIR", empty.path())
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert!(
+            err.contains("scripts/fetch-model qwen2.5-coder-1.5b"),
+            "{err}"
+        );
+        assert!(
+            err.contains("qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"),
+            "{err}"
+        );
+    }
 }
 
 #[test]

@@ -48,16 +48,19 @@ pub const MODEL_DIR_ENV: &str = "CORRIGIBLE_MODEL_DIR";
 /// `CORRIGIBLE_MODEL` wins; otherwise `$CORRIGIBLE_MODEL_DIR/<default file>`; otherwise
 /// `~/.cache/corrigible/models/<default file>`.
 pub fn model_path_from_env() -> PathBuf {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     if let Some(file) = var(MODEL_ENV) {
         return PathBuf::from(file);
     }
     model_dir().join(DEFAULT_MODEL_FILE)
 }
 
+/// The environment variable `name`, if set and not empty.
+fn var(name: &str) -> Option<std::ffi::OsString> {
+    std::env::var_os(name).filter(|v| !v.is_empty())
+}
+
 /// `$CORRIGIBLE_MODEL_DIR`, or `~/.cache/corrigible/models`.
 fn model_dir() -> PathBuf {
-    let var = |name: &str| std::env::var_os(name).filter(|v| !v.is_empty());
     match var(MODEL_DIR_ENV) {
         Some(dir) => PathBuf::from(dir),
         None => default_model_dir(var("HOME").map(PathBuf::from).as_deref()),

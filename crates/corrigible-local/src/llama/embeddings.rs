@@ -40,11 +40,14 @@ impl Embeddings {
     /// one by one in place: a width other than `width`, or rows not aligned for the blocks.
     pub fn rows(t: &QTensor, width: usize) -> Result<Option<Self>> {
         let (rows, cols) = t.shape().dims2()?;
+        if cols != width {
+            return Ok(None);
+        }
         let bytes = t.data()?.into_owned();
         let row_bytes = bytes.len().checked_div(rows).unwrap_or(0);
         // Every block type is at most 4-byte aligned; candle asserts it when reading blocks.
         let aligned = row_bytes.is_multiple_of(4) && (bytes.as_ptr() as usize).is_multiple_of(4);
-        if cols != width || row_bytes == 0 || row_bytes * rows != bytes.len() || !aligned {
+        if row_bytes == 0 || row_bytes * rows != bytes.len() || !aligned {
             return Ok(None);
         }
         Ok(Some(Embeddings::Rows {
