@@ -10,6 +10,7 @@
 #![deny(missing_docs)]
 
 pub mod bfcl;
+pub mod correct;
 mod error;
 pub mod faults;
 pub mod metrics;

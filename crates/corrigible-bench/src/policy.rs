@@ -3,7 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
-use corrigible::Policy;
+use corrigible::{Checks, Policy};
 use serde::{Deserialize, Serialize};
 
 /// A policy column of the bench.
@@ -14,16 +14,19 @@ pub enum PolicyKind {
     OneShot,
     /// Local repair only, no corrections ([`Policy::repair_only`]).
     Repair,
-    /// Repair and bounded corrections ([`Policy::default`]).
+    /// Repair and bounded corrections ([`Policy::default`]: the `precise` profile).
     SelfCorrect,
+    /// As `self-correct`, under the `strict` profile: every evidence rule on.
+    Strict,
 }
 
 impl PolicyKind {
     /// Every policy, in column order.
-    pub const ALL: [PolicyKind; 3] = [
+    pub const ALL: [PolicyKind; 4] = [
         PolicyKind::OneShot,
         PolicyKind::Repair,
         PolicyKind::SelfCorrect,
+        PolicyKind::Strict,
     ];
 
     /// The name used on the command line and in reports.
@@ -32,6 +35,7 @@ impl PolicyKind {
             PolicyKind::OneShot => "one-shot",
             PolicyKind::Repair => "repair",
             PolicyKind::SelfCorrect => "self-correct",
+            PolicyKind::Strict => "strict",
         }
     }
 
@@ -41,6 +45,10 @@ impl PolicyKind {
             PolicyKind::OneShot => Policy::one_shot(),
             PolicyKind::Repair => Policy::repair_only(),
             PolicyKind::SelfCorrect => Policy::default(),
+            PolicyKind::Strict => Policy {
+                checks: Checks::STRICT,
+                ..Policy::default()
+            },
         };
         policy.limits.max_actions = max_actions.max(1);
         policy
@@ -61,7 +69,7 @@ impl FromStr for PolicyKind {
             .into_iter()
             .find(|p| p.as_str() == s.trim())
             .ok_or_else(|| {
-                format!("unknown policy `{s}`: expected one-shot, repair or self-correct")
+                format!("unknown policy `{s}`: expected one-shot, repair, self-correct or strict")
             })
     }
 }

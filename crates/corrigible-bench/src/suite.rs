@@ -16,6 +16,12 @@ use crate::tools_suite::{self, ToolsEnv, ToolsTask};
 pub enum SuiteSpec {
     /// The built-in tools suite (`tools`), or a tools suite read from a JSONL file (`tools:PATH`).
     Tools(Option<PathBuf>),
+    /// One half of the built-in tools suite: `tools:dev`, the tasks whose number is odd (the
+    /// rules are tuned on these), or `tools:test`, the even ones (only reported).
+    ToolsSplit(Split),
+    /// The held-out tools suite (`heldout`): tasks of other kinds, written before any tuning
+    /// and never tuned on.
+    Heldout,
     /// BFCL categories (`bfcl:simple`, …, or `bfcl` for all four).
     Bfcl(Vec<BfclCategory>),
 }
@@ -26,6 +32,9 @@ impl FromStr for SuiteSpec {
     fn from_str(s: &str) -> Result<Self, Self::Err> {
         match s.trim() {
             "tools" => Ok(SuiteSpec::Tools(None)),
+            "tools:dev" => Ok(SuiteSpec::ToolsSplit(Split::Dev)),
+            "tools:test" => Ok(SuiteSpec::ToolsSplit(Split::Test)),
+            "heldout" => Ok(SuiteSpec::Heldout),
             "bfcl" => Ok(SuiteSpec::Bfcl(BfclCategory::ALL.to_vec())),
             other => {
                 if let Some(path) = other.strip_prefix("tools:") {
@@ -35,7 +44,8 @@ impl FromStr for SuiteSpec {
                     return Ok(SuiteSpec::Bfcl(vec![category.parse()?]));
                 }
                 Err(BenchError::Usage(format!(
-                    "unknown suite `{other}`: expected tools, tools:FILE, bfcl, or \
+                    "unknown suite `{other}`: expected tools, tools:dev, tools:test, tools:FILE, \
+                     heldout, correct, correct:FILE, bfcl, or \
                      bfcl:simple|multiple|parallel|irrelevance"
                 )))
             }
@@ -48,12 +58,45 @@ impl fmt::Display for SuiteSpec {
         match self {
             SuiteSpec::Tools(None) => f.write_str("tools"),
             SuiteSpec::Tools(Some(path)) => write!(f, "tools:{}", path.display()),
+            SuiteSpec::ToolsSplit(split) => write!(f, "tools:{}", split.as_str()),
+            SuiteSpec::Heldout => f.write_str("heldout"),
             SuiteSpec::Bfcl(cats) if cats.len() == BfclCategory::ALL.len() => f.write_str("bfcl"),
             SuiteSpec::Bfcl(cats) => {
                 let names: Vec<&str> = cats.iter().map(|c| c.as_str()).collect();
                 write!(f, "bfcl:{}", names.join(","))
             }
         }
+    }
+}
+
+/// A half of a suite: the part rules are tuned on, or the part only reported.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// Tuned on.
+    Dev,
+    /// Only reported.
+    Test,
+}
+
+impl Split {
+    /// `dev` or `test`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Dev => "dev",
+            Split::Test => "test",
+        }
+    }
+
+    /// Whether the task `id` (ending in its number, `calc_07`) belongs to this half: odd
+    /// numbers are dev, even ones test.
+    pub fn holds(self, id: &str) -> bool {
+        let digits: String = id.chars().rev().take_while(char::is_ascii_digit).collect();
+        let odd = digits
+            .chars()
+            .next()
+            .and_then(|d| d.to_digit(10))
+            .is_some_and(|d| d % 2 == 1);
+        odd == (self == Split::Dev)
     }
 }
 
@@ -131,6 +174,15 @@ impl Suite {
     /// The tools suite starts its fake Open-Meteo server here; it stops when the suite drops.
     pub fn load(spec: &SuiteSpec, limit: Option<usize>) -> Result<Self, BenchError> {
         match spec {
+            SuiteSpec::ToolsSplit(split) => {
+                let mut tasks = tools_suite::parse("tools.jsonl", tools_suite::BUILTIN)?;
+                tasks.retain(|t| split.holds(&t.id));
+                Self::tools(spec, tasks, limit)
+            }
+            SuiteSpec::Heldout => {
+                let tasks = tools_suite::parse("tools-heldout.jsonl", tools_suite::HELDOUT)?;
+                Self::tools(spec, tasks, limit)
+            }
             SuiteSpec::Tools(path) => {
                 let (label, text) = match path {
                     None => ("tools.jsonl".to_string(), tools_suite::BUILTIN.to_string()),
@@ -144,15 +196,8 @@ impl Suite {
                         })?,
                     ),
                 };
-                let mut tasks = tools_suite::parse(&label, &text)?;
-                if let Some(n) = limit {
-                    tasks.truncate(n);
-                }
-                Ok(Self {
-                    name: spec.to_string(),
-                    tasks,
-                    tools_env: Some(ToolsEnv::start()?),
-                })
+                let tasks = tools_suite::parse(&label, &text)?;
+                Self::tools(spec, tasks, limit)
             }
             SuiteSpec::Bfcl(categories) => {
                 let mut tasks = Vec::new();
@@ -170,6 +215,21 @@ impl Suite {
                 })
             }
         }
+    }
+
+    fn tools(
+        spec: &SuiteSpec,
+        mut tasks: Vec<Task>,
+        limit: Option<usize>,
+    ) -> Result<Self, BenchError> {
+        if let Some(n) = limit {
+            tasks.truncate(n);
+        }
+        Ok(Self {
+            name: spec.to_string(),
+            tasks,
+            tools_env: Some(ToolsEnv::start()?),
+        })
     }
 
     /// The tools offered for `task`.
@@ -193,11 +253,26 @@ mod tests {
     use super::*;
 
     #[test]
+    fn the_tools_suite_splits_into_two_disjoint_halves() {
+        let all = tools_suite::parse("tools.jsonl", tools_suite::BUILTIN).unwrap();
+        let dev = all.iter().filter(|t| Split::Dev.holds(&t.id)).count();
+        let test = all.iter().filter(|t| Split::Test.holds(&t.id)).count();
+        assert_eq!(dev + test, all.len());
+        assert!(dev >= 25 && test >= 25, "{dev} / {test}");
+        assert!(Split::Dev.holds("calc_07") && Split::Test.holds("calc_10"));
+    }
+
+    #[test]
     fn parses_suite_names() {
         assert_eq!(
             "tools".parse::<SuiteSpec>().unwrap(),
             SuiteSpec::Tools(None)
         );
+        assert_eq!(
+            "tools:test".parse::<SuiteSpec>().unwrap(),
+            SuiteSpec::ToolsSplit(Split::Test)
+        );
+        assert_eq!("heldout".parse::<SuiteSpec>().unwrap(), SuiteSpec::Heldout);
         assert_eq!(
             "bfcl:parallel".parse::<SuiteSpec>().unwrap(),
             SuiteSpec::Bfcl(vec![BfclCategory::Parallel])

@@ -21,6 +21,9 @@ use crate::suite::{Grade, Task, TaskKind};
 /// The embedded suite file.
 pub const BUILTIN: &str = include_str!("../../../bench/data/tools.jsonl");
 
+/// The held-out suite: tasks of other kinds, never tuned on.
+pub const HELDOUT: &str = include_str!("../../../bench/data/tools-heldout.jsonl");
+
 /// The time tool's "now" during the bench (the fake weather server's observation time too).
 pub const FIXED_NOW: &str = "2026-01-15T12:00:00Z";
 
@@ -41,10 +44,18 @@ pub struct ToolsTask {
     /// Tool calls the task needs.
     #[serde(default = "one")]
     pub calls: u32,
+    /// Whether the right final answer is satisfied; `false` for a request that cannot be
+    /// fulfilled (an unknown place), which passes with an honest unsatisfied answer.
+    #[serde(default = "yes")]
+    pub satisfied: bool,
 }
 
 fn one() -> u32 {
     1
+}
+
+fn yes() -> bool {
+    true
 }
 
 #[derive(Deserialize)]
@@ -68,7 +79,7 @@ pub fn parse(label: &str, text: &str) -> Result<Vec<Task>, BenchError> {
             message,
         };
         let row: Row = serde_json::from_str(line).map_err(|e| error(e.to_string()))?;
-        if row.task.answer.is_empty() {
+        if row.task.answer.is_empty() && row.task.satisfied {
             return Err(error("`answer` lists no accepted result".into()));
         }
         tasks.push(Task {
@@ -114,11 +125,18 @@ impl ToolsEnv {
 
 impl ToolsTask {
     /// Passes when the run ends with an accepted, satisfied final answer containing an
-    /// accepted result, and (for `time` and `weather`) the tool answered for each expected
+    /// accepted result (or, for a request that cannot be fulfilled, an unsatisfied one), and (for `time` and `weather`) the tool answered for each expected
     /// zone or city.
     pub fn grade(&self, report: &RunReport) -> Grade {
         if report.stop_reason != StopReason::Final {
             return Grade::fail(format!("no final answer ({})", report.stop_reason.as_str()));
+        }
+        if !self.satisfied {
+            return if report.satisfied {
+                Grade::fail("the request cannot be fulfilled, but the answer says it was")
+            } else {
+                Grade::pass()
+            };
         }
         if !report.satisfied {
             return Grade::fail("the final answer is unsatisfied");

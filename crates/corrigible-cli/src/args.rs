@@ -117,9 +117,13 @@ pub struct BoundArgs {
     /// Time an open breaker waits before one probe call, in ms (default 60000).
     #[arg(long)]
     pub breaker_reset_ms: Option<u64>,
-    /// Support a satisfied answer needs: `values` (default: when tools returned numbers or
-    /// short strings, the answer states one of them) or `failures` (only: not every tool call
-    /// failed)
+    /// Which evidence rules judge decisions: `precise` (default: only rules that send back no
+    /// correct reply) or `strict` (adds the heuristics on arguments, stated results and
+    /// coverage; see docs/corrections.md)
+    #[arg(long)]
+    pub profile: Option<corrigible::Profile>,
+    /// Turns the answer rules on top of the profile on (`values`: the answer states a fact the
+    /// tools returned, and covers every value the request names) or off (`failures`)
     #[arg(long)]
     pub grounding: Option<corrigible::Grounding>,
     /// Model calls per run (default: unlimited).

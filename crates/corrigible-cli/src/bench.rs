@@ -5,6 +5,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, anyhow, bail};
 use corrigible::{Model, Protocol};
+use corrigible_bench::correct::{Trajectory, trajectory};
 use corrigible_bench::{BenchConfig, FaultConfig, ModelFactory, PolicyKind, SuiteSpec, Variant};
 use corrigible_local::{Constrain, LocalConfig, LocalModel};
 use corrigible_models::ModelSpec;
@@ -16,6 +17,9 @@ use crate::setup;
 pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     if let Some(BenchCommand::Model(model)) = args.command {
         return bench_model(model).await;
+    }
+    if let Some(corpus) = correct_corpus(&args.suite)? {
+        return bench_corpus(&corpus, args.json).await;
     }
     let suite: SuiteSpec = args.suite.parse().context("--suite")?;
     let policies = args
@@ -60,6 +64,31 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
                 dir.display()
             );
         }
+    }
+    Ok(())
+}
+
+/// The trajectories of `--suite correct` (the built-in corpus) or `--suite correct:FILE`;
+/// `None` for a model suite.
+fn correct_corpus(suite: &str) -> anyhow::Result<Option<Vec<Trajectory>>> {
+    let suite = suite.trim();
+    if suite == "correct" {
+        return Ok(Some(trajectory::builtin()?));
+    }
+    let Some(path) = suite.strip_prefix("correct:") else {
+        return Ok(None);
+    };
+    let text = std::fs::read_to_string(path).with_context(|| format!("--suite: {path}"))?;
+    Ok(Some(trajectory::parse(path, &text)?))
+}
+
+/// `corrigible bench --suite correct`: every rule's false rejections and catches.
+async fn bench_corpus(trajectories: &[Trajectory], json: bool) -> anyhow::Result<()> {
+    let report = corrigible_bench::correct::run_corpus(trajectories).await?;
+    if json {
+        println!("{}", serde_json::to_string_pretty(&report)?);
+    } else {
+        print!("{}", corrigible_bench::correct::table(&report));
     }
     Ok(())
 }

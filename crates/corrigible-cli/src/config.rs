@@ -27,7 +27,10 @@ pub struct FileConfig {
     /// Built-in tools to offer, as `--tools`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tools: Option<Vec<String>>,
-    /// Support a satisfied answer needs, as `--grounding`: `values` or `failures`.
+    /// Which evidence rules judge decisions, as `--profile`: `precise` or `strict`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub profile: Option<String>,
+    /// The answer rules on top of the profile, as `--grounding`: `values` or `failures`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grounding: Option<String>,
     /// Per-run bounds.
@@ -212,8 +215,14 @@ impl FileConfig {
         policy.limits.max_input_tokens = l.max_input_tokens;
         policy.limits.max_output_tokens = l.max_output_tokens;
         policy.max_rejections = l.tool_rejections;
+        if let Some(profile) = &self.profile {
+            let profile: corrigible::Profile =
+                profile.parse().map_err(|e| anyhow!("profile: {e}"))?;
+            policy.checks = profile.checks();
+        }
         if let Some(grounding) = &self.grounding {
-            policy.grounding = grounding.parse().map_err(|e| anyhow!("grounding: {e}"))?;
+            let grounding = grounding.parse().map_err(|e| anyhow!("grounding: {e}"))?;
+            policy.checks = policy.checks.with_grounding(grounding);
         }
 
         let r = &self.retry;
@@ -306,7 +315,7 @@ mod tests {
         .unwrap();
         let policy = config.policy().unwrap();
         assert_eq!(policy.limits.max_actions, 4);
-        assert_eq!(policy.grounding, corrigible::Grounding::Failures);
+        assert!(!policy.checks.unstated_result && !policy.checks.uncovered_request);
         assert_eq!(policy.limits.max_model_calls, Some(10));
         assert_eq!(policy.max_rejections, 3);
         assert_eq!(policy.retry.backoff.initial(), Duration::from_millis(100));

@@ -168,8 +168,11 @@ pub fn policy(mut policy: Policy, bounds: &BoundArgs) -> anyhow::Result<Policy> 
     if let Some(n) = bounds.tool_retries {
         policy.retry.max_retries = n;
     }
+    if let Some(profile) = bounds.profile {
+        policy.checks = profile.checks();
+    }
     if let Some(grounding) = bounds.grounding {
-        policy.grounding = grounding;
+        policy.checks = policy.checks.with_grounding(grounding);
     }
     if bounds.backoff_initial_ms.is_some() || bounds.backoff_max_ms.is_some() {
         let current = policy.retry.backoff;

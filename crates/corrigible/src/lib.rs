@@ -39,7 +39,7 @@ pub use model::{
     CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec, Usage,
 };
 pub use narrowing::Allowed;
-pub use policy::{Limits, Policy, ToolPolicy};
+pub use policy::{Checks, Limits, Policy, Profile, ToolPolicy};
 pub use provenance::{GroundedArgument, Provenance};
 pub use rejection::{Category, Rejection};
 pub use stage::Stage;

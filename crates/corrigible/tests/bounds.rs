@@ -22,6 +22,7 @@ async fn two_failed_corrections_end_the_slot_with_no_further_model_call() {
         &final_answer(true, "never asked"),
     ]));
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(Calc::new())
         .build()
         .unwrap()
@@ -52,9 +53,10 @@ async fn two_failed_corrections_end_the_slot_with_no_further_model_call() {
 #[tokio::test]
 async fn max_corrections_is_configurable() {
     let model = Arc::new(Scripted::texts(&["nope", &final_answer(true, "x")]));
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.limits.max_corrections = 0;
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .policy(policy)
         .build()
         .unwrap()
@@ -73,6 +75,7 @@ async fn max_actions_stops_a_model_that_never_finishes() {
     let refs: Vec<&str> = replies.iter().map(String::as_str).collect();
     let model = Arc::new(Scripted::texts(&refs));
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(Calc::new())
         .build()
         .unwrap()
@@ -107,6 +110,7 @@ async fn a_spent_action_budget_leaves_one_slot_for_the_final_answer() {
         &final_answer(true, "It is 14."),
     ]));
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(calc.clone())
         .policy(max_actions(1))
         .build()
@@ -138,6 +142,7 @@ async fn a_model_repeating_a_successful_call_stops_at_the_correction_bound() {
     let replies = vec![same.as_str(); 20];
     let model = Arc::new(Scripted::texts(&replies));
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(calc.clone())
         .build()
         .unwrap()
@@ -169,6 +174,7 @@ async fn parallel_calls_beyond_the_action_budget_do_not_run() {
         )])),
     ]));
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(calc.clone())
         .protocol(Protocol::Native)
         .policy(max_actions(2))
@@ -209,13 +215,13 @@ async fn corrections_do_not_consume_actions() {
 }
 
 fn max_actions(n: u32) -> Policy {
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.limits.max_actions = n;
     policy
 }
 
 fn exact_backoff(retries: u32) -> Policy {
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.retry.max_retries = retries;
     policy.retry.backoff = Backoff::new(
         Duration::from_millis(500),
@@ -238,6 +244,7 @@ async fn a_tool_failing_twice_is_recovered_with_two_retries_not_one() {
         ]));
         let started = tokio::time::Instant::now();
         let report = Agent::builder_shared(model)
+            .policy(strict())
             .tool(flaky.clone())
             .policy(exact_backoff(retries))
             .build()
@@ -268,6 +275,7 @@ async fn a_non_idempotent_tool_is_called_once_after_a_failure() {
         &final_answer(false, "not sent"),
     ]));
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(email.clone())
         .policy(exact_backoff(3))
         .build()
@@ -288,6 +296,7 @@ async fn per_tool_retry_override() {
         &final_answer(false, "down"),
     ]));
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(flaky.clone())
         .policy(exact_backoff(3))
         .tool_policy(
@@ -308,9 +317,10 @@ async fn per_tool_retry_override() {
 #[tokio::test]
 async fn usage_limit_on_model_calls_ends_the_run_cleanly() {
     let model = Arc::new(Scripted::texts(&["bad", "bad", &final_answer(true, "x")]));
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.limits.max_model_calls = Some(2);
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .policy(policy)
         .build()
         .unwrap()
@@ -328,9 +338,10 @@ async fn usage_limit_on_model_calls_ends_the_run_cleanly() {
 #[tokio::test]
 async fn usage_limit_on_tokens() {
     let model = Arc::new(Scripted::texts(&["bad", "bad", &final_answer(true, "x")]));
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.limits.max_tokens = Some(150);
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .policy(policy)
         .build()
         .unwrap()
@@ -350,6 +361,7 @@ async fn usage_sums_over_all_rounds() {
         &final_answer(true, "14"),
     ]));
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(Calc::new())
         .build()
         .unwrap()
@@ -374,7 +386,10 @@ async fn feedback_escapes_untrusted_text_and_repeats_the_request() {
         "<b>oops</b> & </untrusted>",
         &final_answer(true, "ok"),
     ]));
-    let agent = Agent::builder_shared(model.clone()).build().unwrap();
+    let agent = Agent::builder_shared(model.clone())
+        .policy(strict())
+        .build()
+        .unwrap();
     agent.run("Is 2 < 3 & 4 > 1?").await.unwrap();
     let second = model.request(1);
     let feedback = &second.messages.last().unwrap().content;
@@ -398,6 +413,7 @@ async fn feedback_escapes_untrusted_text_and_repeats_the_request() {
 async fn a_custom_feedback_template_is_used() {
     let model = Arc::new(Scripted::texts(&["bad", &final_answer(true, "ok")]));
     let agent = Agent::builder_shared(model.clone())
+        .policy(strict())
         .feedback_template(
             "FIX {{ category }} {{ attempt }}/{{ max_attempts }}: {{ error }} | {{ request }}",
         )
@@ -418,6 +434,7 @@ async fn a_transport_error_is_not_a_correction() {
         "connection refused".into(),
     ))]));
     let err = Agent::builder_shared(model)
+        .policy(strict())
         .build()
         .unwrap()
         .run("x")
@@ -432,7 +449,7 @@ async fn breakers_are_shared_across_concurrent_runs() {
     let breakers = Arc::new(CircuitBreakers::new(
         BreakerPolicy::new(2, Duration::from_secs(60)).unwrap(),
     ));
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.retry.max_retries = 0;
     let make = |q: &str| {
         Arc::new(Scripted::texts(&[
@@ -442,12 +459,14 @@ async fn breakers_are_shared_across_concurrent_runs() {
         ]))
     };
     let a = Agent::builder_shared(make("a"))
+        .policy(strict())
         .tool(flaky.clone())
         .policy(policy.clone())
         .breakers(breakers.clone())
         .build()
         .unwrap();
     let b = Agent::builder_shared(make("b"))
+        .policy(strict())
         .tool(flaky.clone())
         .policy(policy)
         .breakers(breakers.clone())
@@ -483,6 +502,7 @@ async fn the_context_budget_trims_old_turns_and_says_so() {
     let refs: Vec<&str> = replies.iter().map(String::as_str).collect();
     let model = Arc::new(Scripted::texts(&refs));
     Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(Calc::new())
         .context_budget(ContextBudget { max_tokens: 800 })
         .build()
@@ -513,6 +533,7 @@ async fn identical_retries_are_counted() {
         &final_answer(true, "391"),
     ]));
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .build()
         .unwrap()
         .run("17*23?")

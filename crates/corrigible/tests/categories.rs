@@ -12,7 +12,9 @@ use corrigible::{Agent, Category, Policy, Protocol, ToolPolicy};
 use serde_json::json;
 
 fn agent(model: Arc<Scripted>) -> corrigible::AgentBuilder {
-    Agent::builder_shared(model).tool(Calc::new())
+    Agent::builder_shared(model)
+        .policy(strict())
+        .tool(Calc::new())
 }
 
 #[tokio::test]
@@ -96,6 +98,7 @@ async fn invalid_tool_input_never_reaches_the_tool_nor_consumes_a_step() {
         &final_answer(true, "14"),
     ]));
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(calc.clone())
         .build()
         .unwrap()
@@ -142,9 +145,10 @@ async fn repeated_failed_action_is_never_executed_twice() {
         &same,
         &final_answer(false, "lookup is down"),
     ]));
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.retry.max_retries = 0;
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(flaky.clone())
         .policy(policy)
         .build()
@@ -174,6 +178,7 @@ async fn repeated_action_is_not_run_again_and_quotes_the_result() {
     let same = action("calculator", json!({"expression": "2*(3+4)"}));
     let model = Arc::new(Scripted::texts(&[&same, &same, &final_answer(true, "14")]));
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(calc.clone())
         .build()
         .unwrap()
@@ -222,6 +227,7 @@ async fn of_two_identical_parallel_calls_only_the_first_runs() {
         )])),
     ]));
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(calc.clone())
         .protocol(Protocol::Native)
         .build()
@@ -249,6 +255,7 @@ async fn a_repeatable_tool_runs_the_same_call_again() {
         &final_answer(true, "the answer is 42"),
     ]));
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(status.clone())
         .build()
         .unwrap()
@@ -266,6 +273,7 @@ async fn the_policy_declares_a_tool_repeatable() {
     let same = action("calculator", json!({"expression": "2*(3+4)"}));
     let model = Arc::new(Scripted::texts(&[&same, &same, &final_answer(true, "14")]));
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(calc.clone())
         .tool_policy(
             "calculator",
@@ -291,9 +299,10 @@ async fn repeated_action_with_reordered_keys_and_respelled_numbers_is_caught() {
         r#"{"tool_input":{"n":2.0,"q":"x"},"tool":"lookup","state":"action","reason":"again"}"#,
         &final_answer(false, "down"),
     ]));
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.retry.max_retries = 0;
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(flaky.clone())
         .policy(policy)
         .build()
@@ -316,9 +325,10 @@ async fn ungrounded_final_is_corrected() {
         &final_answer(true, "the answer is 42"),
         &final_answer(false, "lookup failed"),
     ]));
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.retry.max_retries = 0;
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(flaky)
         .policy(policy)
         .build()
@@ -364,8 +374,8 @@ async fn failures_grounding_accepts_an_answer_that_states_no_result() {
         &final_answer(true, "I computed it."),
     ]));
     let policy = Policy {
-        grounding: corrigible::Grounding::Failures,
-        ..Policy::default()
+        checks: corrigible::Checks::STRICT.with_grounding(corrigible::Grounding::Failures),
+        ..strict()
     };
     let report = agent(model)
         .policy(policy)
@@ -386,9 +396,10 @@ async fn mixed_failed_and_successful_results_are_never_overruled() {
         &action("lookup", json!({"q": "b"})),
         &final_answer(true, "42"),
     ]));
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.retry.max_retries = 0;
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(flaky)
         .policy(policy)
         .build()
@@ -539,6 +550,7 @@ async fn tool_failed_after_its_retries() {
         &final_answer(false, "down"),
     ]));
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(flaky.clone())
         .build()
         .unwrap()
@@ -562,6 +574,7 @@ async fn tool_fatal_ends_the_run_with_its_cause() {
         &final_answer(true, "x"),
     ]));
     let report = Agent::builder_shared(model)
+        .policy(strict())
         .tool(flaky)
         .build()
         .unwrap()
@@ -581,12 +594,13 @@ async fn circuit_open_fails_fast_without_calling_the_tool() {
         &action("lookup", json!({"q": "b"})),
         &final_answer(false, "lookup is unavailable"),
     ]));
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.retry.max_retries = 0;
     let breakers = Arc::new(CircuitBreakers::new(
         BreakerPolicy::new(1, std::time::Duration::from_secs(60)).unwrap(),
     ));
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(flaky.clone())
         .policy(policy)
         .breakers(breakers)

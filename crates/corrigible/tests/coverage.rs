@@ -38,18 +38,19 @@ impl Tool for Temperature {
 const REQUEST: &str = "How many degrees warmer is Rome than Paris right now?";
 
 async fn run(model: Arc<Scripted>, request: &str) -> RunReport {
-    run_with(model, request, Policy::default()).await
+    run_with(model, request, strict()).await
 }
 
 /// A run of `REQUEST` with a budget of one executed action.
 async fn run_with_one_action(model: Arc<Scripted>) -> RunReport {
-    let mut policy = Policy::default();
+    let mut policy = strict();
     policy.limits.max_actions = 1;
     run_with(model, REQUEST, policy).await
 }
 
 async fn run_with(model: Arc<Scripted>, request: &str, policy: Policy) -> RunReport {
     Agent::builder_shared(model)
+        .policy(strict())
         .tool(Temperature)
         .policy(policy)
         .build()

@@ -69,6 +69,7 @@ async fn a_made_up_number_is_rejected_and_never_executed() {
     let mut tools = ToolRegistry::new();
     tools.register(calc.clone()).unwrap();
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tools(tools)
         .build()
         .unwrap()
@@ -108,6 +109,7 @@ async fn with_no_number_yet_the_correction_calls_another_tool_first() {
     tools.register(calc.clone()).unwrap();
     tools.register(Arc::new(Lookup)).unwrap();
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tools(tools)
         .build()
         .unwrap()
@@ -146,6 +148,7 @@ async fn numbers_in_words_and_implied_constants_run_without_a_correction() {
         let mut tools = ToolRegistry::new();
         tools.register(calc.clone()).unwrap();
         let report = Agent::builder_shared(model)
+            .policy(strict())
             .tools(tools)
             .build()
             .unwrap()
@@ -169,6 +172,7 @@ async fn a_copied_argument_comes_from_the_request_or_an_earlier_result() {
         &final_answer(true, "5917648 people."),
     ]));
     let report = Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(Lookup)
         .build()
         .unwrap()
@@ -191,6 +195,7 @@ async fn a_copied_argument_comes_from_the_request_or_an_earlier_result() {
 async fn tools_without_grounded_arguments_send_no_grounds() {
     let model = Arc::new(Scripted::texts(&[&final_answer(true, "hi")]));
     Agent::builder_shared(model.clone())
+        .policy(strict())
         .tool(Calc::new())
         .build()
         .unwrap()

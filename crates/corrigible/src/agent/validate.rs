@@ -1,7 +1,7 @@
 use super::run::Run;
 use crate::decision::Decision;
 use crate::fingerprint::fingerprint;
-use crate::grounding::{Evidence, Grounding};
+use crate::grounding::Evidence;
 use crate::rejection::{Category, Rejection};
 
 /// Longest tool result quoted back in a rejection, in characters.
@@ -39,7 +39,8 @@ impl Run<'_> {
                         .with_tool(action.tool.clone()));
                 }
                 let grounded = self.tools.grounded(&action.tool);
-                if !grounded.is_empty()
+                if self.policy.checks.ungrounded_argument
+                    && !grounded.is_empty()
                     && let Some(message) = self.sources().check(grounded, &action.input)
                 {
                     return Err(Rejection::new(Category::UngroundedArgument, message)
@@ -62,7 +63,11 @@ impl Run<'_> {
                 }
             }
             Decision::Final(answer) => {
-                if answer.satisfied && self.state.executed > 0 && !self.state.any_ok {
+                if self.policy.checks.ungrounded_final
+                    && answer.satisfied
+                    && self.state.executed > 0
+                    && !self.state.any_ok
+                {
                     return Err(Rejection::new(
                         Category::UngroundedFinal,
                         "satisfied is true but every tool call in this run failed, so no tool result \
@@ -71,13 +76,13 @@ impl Run<'_> {
                     ));
                 }
                 if answer.satisfied
-                    && self.policy.grounding == Grounding::Values
+                    && self.policy.checks.unstated_result
                     && let Some(message) = self.unstated_results(&answer.summary)
                 {
                     return Err(Rejection::new(Category::UnstatedResult, message));
                 }
                 if answer.satisfied
-                    && self.policy.grounding == Grounding::Values
+                    && self.policy.checks.uncovered_request
                     && !self.state.coverage_asked
                     && !self.budget_spent()
                 {
@@ -95,9 +100,15 @@ impl Run<'_> {
     }
 
     /// Why an action with fingerprint `print` is not run again: the same call already
-    /// succeeded in this run, and `tool` is not declared repeatable.
+    /// succeeded in this run, and `tool` is not declared repeatable. An idempotent tool may
+    /// run it again unless the `repeated_action` check is on.
     fn repeated_success(&self, tool: &str, print: &str) -> Option<String> {
         if self.policy.repeatable(tool, self.tools.repeatable(tool)) {
+            return None;
+        }
+        if !self.policy.checks.repeated_action
+            && self.policy.idempotent(tool, self.tools.idempotent(tool))
+        {
             return None;
         }
         let done = self

@@ -5,9 +5,11 @@
 //! - [`RetryPolicy`]: how many times a `Failed` tool call is retried, and with which backoff.
 //! - [`BreakerPolicy`] and [`CircuitBreakers`]: per-tool circuit breakers shared by all runs.
 //! - [`ToolPolicy`]: per-tool overrides (retries, rejection budget, idempotency).
+//! - [`Checks`] and [`Profile`]: which evidence rules judge a decision.
 
 mod backoff;
 mod breaker;
+mod checks;
 mod limits;
 mod tools;
 
@@ -15,6 +17,7 @@ pub use backoff::{Backoff, Jitter};
 pub use breaker::{
     BreakerDecision, BreakerPolicy, BreakerState, BreakerTransition, CircuitBreakers,
 };
+pub use checks::{Checks, Profile};
 pub use limits::{Limits, UsageLimitHit};
 pub use tools::{Policy, RetryPolicy, RetryScope, ToolPolicy};
 

@@ -1,7 +1,6 @@
 use std::collections::BTreeMap;
 
-use super::{Backoff, BreakerPolicy, Limits};
-use crate::grounding::Grounding;
+use super::{Backoff, BreakerPolicy, Checks, Limits};
 
 /// Retries of tool executions that ended `Failed`.
 #[derive(Debug, Clone, Copy, PartialEq)]
@@ -74,8 +73,8 @@ pub struct Policy {
     pub retry_scope: RetryScope,
     /// Whether safe local repairs are applied before rejecting malformed JSON.
     pub repair: bool,
-    /// How much tool support a `satisfied: true` answer needs.
-    pub grounding: Grounding,
+    /// The evidence rules that judge decisions beyond the contract.
+    pub checks: Checks,
 }
 
 impl Default for Policy {
@@ -88,7 +87,7 @@ impl Default for Policy {
             tools: BTreeMap::new(),
             retry_scope: RetryScope::All,
             repair: true,
-            grounding: Grounding::default(),
+            checks: Checks::default(),
         }
     }
 }

@@ -104,6 +104,11 @@ impl ToolRegistry {
         self.entry(name).is_some_and(|e| e.tool.repeatable())
     }
 
+    /// Whether `name` declares itself idempotent (safe to run again with the same input).
+    pub fn idempotent(&self, name: &str) -> bool {
+        self.entry(name).is_some_and(|e| e.tool.idempotent())
+    }
+
     /// The names of the registered tools, in registration order.
     pub fn names(&self) -> Vec<&str> {
         self.entries.iter().map(|e| e.spec.name.as_str()).collect()

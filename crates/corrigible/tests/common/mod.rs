@@ -179,3 +179,11 @@ impl Tool for Flaky {
         }
     }
 }
+
+/// The default policy with every evidence rule on: the rules these tests pin.
+pub fn strict() -> corrigible::Policy {
+    corrigible::Policy {
+        checks: corrigible::Checks::STRICT,
+        ..corrigible::Policy::default()
+    }
+}

@@ -1,0 +1,48 @@
+//! The default policy sends back no correct trajectory of the corpus, and the corpus itself
+//! replays as written.
+
+use corrigible::{Checks, Policy};
+use corrigible_bench::correct::{RuleSet, run_corpus_with, trajectory};
+
+#[tokio::test]
+async fn the_default_policy_sends_back_no_correct_trajectory() {
+    let corpus = trajectory::builtin().unwrap();
+    let sets = [
+        RuleSet {
+            name: "default".into(),
+            checks: Policy::default().checks,
+        },
+        RuleSet {
+            name: "strict".into(),
+            checks: Checks::STRICT,
+        },
+    ];
+    let report = run_corpus_with(&corpus, &sets).await.unwrap();
+    assert!(report.correct_total >= 300, "{}", report.correct_total);
+    let default = report.row("default").unwrap();
+    assert_eq!(
+        default.false_rejections_total,
+        0,
+        "{}",
+        corrigible_bench::correct::table(&report)
+    );
+    // The corpus can fail: the strict profile's heuristics send some of it back.
+    let strict = report.row("strict").unwrap();
+    assert!(strict.false_rejections_total > 0);
+    assert!(strict.caught >= default.caught);
+}
+
+#[tokio::test]
+async fn every_correct_trajectory_replays_as_written() {
+    let corpus = trajectory::builtin().unwrap();
+    let sets = [RuleSet {
+        name: "contract".into(),
+        checks: Checks::NONE,
+    }];
+    let report = run_corpus_with(&corpus, &sets).await.unwrap();
+    assert!(
+        report.broken.is_empty(),
+        "{}",
+        corrigible_bench::correct::table(&report)
+    );
+}
