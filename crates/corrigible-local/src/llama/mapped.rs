@@ -136,6 +136,8 @@ impl Bytes {
 impl Deref for Bytes {
     type Target = [u8];
 
+    // Outside tests the only source is a mapping.
+    #[allow(clippy::infallible_destructuring_match)]
     fn deref(&self) -> &[u8] {
         let all: &[u8] = match &self.source {
             Source::Mapped(m) => m,
