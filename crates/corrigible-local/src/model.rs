@@ -1,13 +1,10 @@
 //! [`LocalModel`]: the embedded model behind the engine's [`Model`] trait.
 
-use std::fs::File;
-use std::io::BufReader;
 use std::path::Path;
 use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use candle_core::Device;
 use candle_core::quantized::gguf_file;
 use corrigible::decision::with_grounds;
 use corrigible::{
@@ -117,8 +114,8 @@ impl LocalModel {
             path: path.clone(),
             source,
         };
-        let mut reader = BufReader::new(File::open(&path).map_err(io_error)?);
-        let content = gguf_file::Content::read(&mut reader)
+        let file = crate::llama::MappedFile::open(&path).map_err(io_error)?;
+        let content = gguf_file::Content::read(&mut file.reader())
             .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
         let tokenizer = Tokenizer::from_gguf(&content)?;
         let template = ChatTemplate::from_gguf(
@@ -126,7 +123,7 @@ impl LocalModel {
             &token_spelling(&tokenizer, tokenizer.bos_token()),
             &token_spelling(&tokenizer, tokenizer.eos_token()),
         )?;
-        let llama = crate::llama::load(&content, &mut reader, config.weights, &Device::Cpu)
+        let llama = crate::llama::load(&content, &file, config.weights)
             .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
         let guide = Guide::new(&tokenizer, llama.vocab_size())?;
         let closers = string_closers(&tokenizer);

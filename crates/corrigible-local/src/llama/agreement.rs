@@ -115,9 +115,13 @@ fn follows_reference(path: &Path, prompt: &[u32]) {
         let ct = gguf_file::Content::read(&mut r).expect("gguf");
         (ct, r)
     };
-    let (ct, mut r) = open();
-    let mut ours = super::load(&ct, &mut r, Weights::Requantize, &dev).expect("load");
+    let file = super::MappedFile::open(path).expect("map");
+    let ct = gguf_file::Content::read(&mut file.reader()).expect("gguf");
+    let mut ours = super::load(&ct, &file, Weights::Requantize).expect("load");
     let qwen2 = ours.hyper().rope_style == super::RopeStyle::Halves;
+    if qwen2 {
+        assert!(ours.all_mapped(), "the K-quant weights are read in place");
+    }
     let (ct, mut r) = open();
     let mut reference = if qwen2 {
         Reference::Qwen2(quantized_qwen2::ModelWeights::from_gguf(ct, &mut r, &dev).expect("ref"))

@@ -7,6 +7,7 @@ use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Result};
 
 use super::linear::Linear;
+use super::mapped::{Bytes, Stored};
 
 /// Where the embedding of a token comes from.
 pub enum Embeddings {
@@ -14,11 +15,12 @@ pub enum Embeddings {
     /// when a token is fed, and no second copy of the table is kept (about 110 MiB for
     /// SmolLM2's 49152 × 576).
     Tied,
-    /// The table as stored in the file (Qwen2.5-1.5B: 151936 × 1536 in Q4_K, 125 MiB instead of
-    /// 890 MiB as f32): a row is dequantized, by candle, when a token is fed.
+    /// The table as stored in the file, read in place (Qwen2.5-1.5B: 151936 × 1536 in Q4_K,
+    /// 125 MiB of the file instead of 890 MiB as f32, and only the rows of tokens seen are
+    /// ever read): a row is dequantized, by candle, when a token is fed.
     Rows {
         /// The stored rows, one after the other.
-        bytes: Vec<u8>,
+        bytes: Bytes,
         /// Their format.
         dtype: GgmlDType,
         /// Bytes per row.
@@ -38,12 +40,14 @@ pub enum Embeddings {
 impl Embeddings {
     /// The table `t` (`rows × width`) kept as stored, or `None` when its rows cannot be read
     /// one by one in place: a width other than `width`, or rows not aligned for the blocks.
-    pub fn rows(t: &QTensor, width: usize) -> Result<Option<Self>> {
-        let (rows, cols) = t.shape().dims2()?;
+    pub fn rows(t: &Stored, width: usize) -> Result<Option<Self>> {
+        let [cols, rows] = t.dims[..] else {
+            return Ok(None);
+        };
         if cols != width {
             return Ok(None);
         }
-        let bytes = t.data()?.into_owned();
+        let bytes = t.bytes.clone();
         let row_bytes = bytes.len().checked_div(rows).unwrap_or(0);
         // Every block type is at most 4-byte aligned; candle asserts it when reading blocks.
         let aligned = row_bytes.is_multiple_of(4) && (bytes.as_ptr() as usize).is_multiple_of(4);
@@ -52,7 +56,7 @@ impl Embeddings {
         }
         Ok(Some(Embeddings::Rows {
             bytes,
-            dtype: t.dtype(),
+            dtype: t.dtype,
             row_bytes,
             rows,
         }))
@@ -136,7 +140,9 @@ mod tests {
         let dense = Tensor::from_vec(values, (rows, width), &Device::Cpu).unwrap();
         for dtype in [GgmlDType::Q4K, GgmlDType::Q6K, GgmlDType::Q8_0] {
             let q = QTensor::quantize(&dense, dtype).unwrap();
-            let stored = Embeddings::rows(&q, width).unwrap().expect("aligned rows");
+            let stored = Embeddings::rows(&Stored::owned(&q).unwrap(), width)
+                .unwrap()
+                .expect("aligned rows");
             let table = Embeddings::Table {
                 values: q
                     .dequantize(&Device::Cpu)
@@ -162,6 +168,10 @@ mod tests {
     fn another_width_is_not_read_in_place() {
         let dense = Tensor::zeros((2, 256), candle_core::DType::F32, &Device::Cpu).unwrap();
         let q = QTensor::quantize(&dense, GgmlDType::Q4K).unwrap();
-        assert!(Embeddings::rows(&q, 512).unwrap().is_none());
+        assert!(
+            Embeddings::rows(&Stored::owned(&q).unwrap(), 512)
+                .unwrap()
+                .is_none()
+        );
     }
 }

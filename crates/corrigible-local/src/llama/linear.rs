@@ -5,16 +5,112 @@ use candle_core::{Device, Module, Result, Tensor};
 
 use std::ops::Range;
 
+use super::mapped::Stored;
 use super::parallel::for_each_piece;
 use super::q4::Q4Matrix;
+use super::q4k::Q4KMatrix;
+use super::q6k::Q6KMatrix;
 use super::q8::{Q8Matrix, Q8Vectors};
+use super::q8k::Q8KVectors;
+
+/// One weight matrix run by this crate's kernels.
+pub enum Part {
+    /// Q8_0, by groups of four rows.
+    Q8(Q8Matrix),
+    /// Q4_1, by groups of four rows.
+    Q4(Q4Matrix),
+    /// Q4_K, read in place from the file.
+    Q4K(Q4KMatrix),
+    /// Q6_K, read in place from the file.
+    Q6K(Q6KMatrix),
+}
+
+impl Part {
+    /// The matrix of `stored` when this crate has a kernel for its format and shape (Q8_0 and
+    /// Q4_1 rows are regrouped by four, K-quant rows stay in the file).
+    pub fn from_stored(stored: &Stored) -> Option<Self> {
+        let [cols, rows] = stored.dims[..] else {
+            return None;
+        };
+        let bytes = &stored.bytes;
+        match stored.dtype {
+            GgmlDType::Q8_0 => Q8Matrix::from_ggml(bytes, rows, cols).ok().map(Part::Q8),
+            GgmlDType::Q4_1 => Q4Matrix::from_ggml(bytes, rows, cols).ok().map(Part::Q4),
+            GgmlDType::Q4K => Q4KMatrix::new(bytes.clone(), rows, cols)
+                .ok()
+                .map(Part::Q4K),
+            GgmlDType::Q6K => Q6KMatrix::new(bytes.clone(), rows, cols)
+                .ok()
+                .map(Part::Q6K),
+            _ => None,
+        }
+    }
+
+    /// The matrix of a candle tensor in Q8_0 or Q4_1 (weights re-quantized at load).
+    fn from_qtensor(t: &QTensor) -> Result<Option<Self>> {
+        let (rows, cols) = t.shape().dims2()?;
+        Ok(match t.dtype() {
+            GgmlDType::Q8_0 => Some(Part::Q8(
+                Q8Matrix::from_ggml(&t.data()?, rows, cols).map_err(to_candle_err)?,
+            )),
+            GgmlDType::Q4_1 => Some(Part::Q4(
+                Q4Matrix::from_ggml(&t.data()?, rows, cols).map_err(to_candle_err)?,
+            )),
+            _ => None,
+        })
+    }
+
+    fn rows(&self) -> usize {
+        match self {
+            Part::Q8(m) => m.rows(),
+            Part::Q4(m) => m.rows(),
+            Part::Q4K(m) => m.rows(),
+            Part::Q6K(m) => m.rows(),
+        }
+    }
+
+    fn cols(&self) -> usize {
+        match self {
+            Part::Q8(m) => m.cols(),
+            Part::Q4(m) => m.cols(),
+            Part::Q4K(m) => m.cols(),
+            Part::Q6K(m) => m.cols(),
+        }
+    }
+
+    fn is_k(&self) -> bool {
+        matches!(self, Part::Q4K(_) | Part::Q6K(_))
+    }
+
+    /// Whether the weights are read in place from the mapped file.
+    #[cfg(test)]
+    fn is_mapped(&self) -> bool {
+        match self {
+            Part::Q4K(m) => m.is_mapped(),
+            Part::Q6K(m) => m.is_mapped(),
+            Part::Q8(_) | Part::Q4(_) => false,
+        }
+    }
+
+    fn dot_rows(&self, rows: Range<usize>, x: &Activations, out: &mut [f32]) {
+        match self {
+            Part::Q8(m) => m.dot_rows(rows, &x.q8, out),
+            Part::Q4(m) => m.dot_rows(rows, &x.q8, out),
+            Part::Q4K(m) => m.dot_rows(rows, &x.q8k, out),
+            Part::Q6K(m) => m.dot_rows(rows, &x.q8k, out),
+        }
+    }
+}
 
 /// One or several weight matrices sharing an input; the outputs are concatenated.
 pub enum Linear {
-    /// Q8_0 weights run by this crate's kernel, the parts' rows stacked in one matrix.
-    Q8(Q8Matrix),
-    /// Q4_1 weights run by this crate's kernel, the parts' rows stacked in one matrix.
-    Q4(Q4Matrix),
+    /// Matrices run by this crate's kernels, in one pass over all their rows.
+    Kernels {
+        /// The matrices, each but the last with a multiple of four rows.
+        parts: Vec<Part>,
+        /// Input width.
+        cols: usize,
+    },
     /// Other formats, run by candle one part at a time.
     Candle {
         /// The matrices, each with its output width.
@@ -24,10 +120,17 @@ pub enum Linear {
     },
 }
 
+/// The input vectors quantized for the kernels that need them.
+#[derive(Default)]
+struct Activations {
+    q8: Q8Vectors,
+    q8k: Q8KVectors,
+}
+
 /// Reusable buffers of [`Linear::forward`].
 #[derive(Default)]
 pub struct Scratch {
-    quantized: Q8Vectors,
+    quantized: Activations,
     by_row: Vec<f32>,
 }
 
@@ -38,49 +141,52 @@ fn to_candle_err(e: impl std::error::Error + Send + Sync + 'static) -> candle_co
 impl Linear {
     /// Builds the layer from `parts` (each `(out, in)` with one `in`), stacked in order.
     pub fn new(parts: Vec<QTensor>) -> Result<Self> {
-        let mut dims = Vec::with_capacity(parts.len());
+        let mut kernels = Vec::with_capacity(parts.len());
         for p in &parts {
-            let (rows, cols) = p.shape().dims2()?;
-            dims.push((rows, cols));
-        }
-        let cols = dims.first().map_or(0, |d| d.1);
-        if dims.iter().any(|d| d.1 != cols) {
-            candle_core::bail!("stacked matrices of different widths: {dims:?}");
-        }
-        // Parts are stacked by groups of four rows.
-        let stackable = dims.iter().rev().skip(1).all(|d| d.0.is_multiple_of(4));
-        if stackable && parts.iter().all(|p| p.dtype() == GgmlDType::Q8_0) {
-            let mut matrices = Vec::with_capacity(parts.len());
-            for (p, (rows, cols)) in parts.iter().zip(&dims) {
-                matrices
-                    .push(Q8Matrix::from_ggml(&p.data()?, *rows, *cols).map_err(to_candle_err)?);
+            match Part::from_qtensor(p)? {
+                Some(k) => kernels.push(k),
+                None => break,
             }
-            return Ok(Linear::Q8(
-                Q8Matrix::concat(matrices).map_err(to_candle_err)?,
-            ));
         }
-        if stackable && parts.iter().all(|p| p.dtype() == GgmlDType::Q4_1) {
-            let mut matrices = Vec::with_capacity(parts.len());
-            for (p, (rows, cols)) in parts.iter().zip(&dims) {
-                matrices
-                    .push(Q4Matrix::from_ggml(&p.data()?, *rows, *cols).map_err(to_candle_err)?);
-            }
-            return Ok(Linear::Q4(
-                Q4Matrix::concat(matrices).map_err(to_candle_err)?,
-            ));
+        if kernels.len() == parts.len()
+            && let Some(linear) = Self::from_parts(kernels)?
+        {
+            return Ok(linear);
         }
         let mut out = Vec::with_capacity(parts.len());
-        for (p, (rows, _)) in parts.into_iter().zip(dims) {
+        let mut cols = None;
+        for p in parts {
+            let (rows, c) = p.shape().dims2()?;
+            if *cols.get_or_insert(c) != c {
+                candle_core::bail!("stacked matrices of different widths");
+            }
             out.push((QMatMul::from_qtensor(p)?, rows));
         }
-        Ok(Linear::Candle { parts: out, cols })
+        Ok(Linear::Candle {
+            parts: out,
+            cols: cols.unwrap_or(0),
+        })
+    }
+
+    /// The layer of this crate's kernels over `parts`, or `None` when they cannot be stacked:
+    /// a part other than the last whose row count is not a multiple of four.
+    pub fn from_parts(parts: Vec<Part>) -> Result<Option<Self>> {
+        let cols = parts.first().map_or(0, Part::cols);
+        if parts.iter().any(|p| p.cols() != cols) {
+            candle_core::bail!("stacked matrices of different widths");
+        }
+        let stackable = parts
+            .iter()
+            .rev()
+            .skip(1)
+            .all(|p| p.rows().is_multiple_of(4));
+        Ok(stackable.then_some(Linear::Kernels { parts, cols }))
     }
 
     /// Output width (all parts).
     pub fn rows(&self) -> usize {
         match self {
-            Linear::Q8(m) => m.rows(),
-            Linear::Q4(m) => m.rows(),
+            Linear::Kernels { parts, .. } => parts.iter().map(Part::rows).sum(),
             Linear::Candle { parts, .. } => parts.iter().map(|p| p.1).sum(),
         }
     }
@@ -88,18 +194,28 @@ impl Linear {
     /// Input width.
     pub fn cols(&self) -> usize {
         match self {
-            Linear::Q8(m) => m.cols(),
-            Linear::Q4(m) => m.cols(),
-            Linear::Candle { cols, .. } => *cols,
+            Linear::Kernels { cols, .. } | Linear::Candle { cols, .. } => *cols,
         }
     }
 
-    /// Dequantizes row `r` into `out` (`cols` values) when the weights are Q8_0 and the shapes
-    /// agree; returns whether it did.
+    /// Whether every weight is read in place from the mapped file.
+    #[cfg(test)]
+    pub fn is_mapped(&self) -> bool {
+        match self {
+            Linear::Kernels { parts, .. } => parts.iter().all(Part::is_mapped),
+            Linear::Candle { .. } => false,
+        }
+    }
+
+    /// Dequantizes row `r` into `out` (`cols` values) when the layer is a single Q8_0 matrix
+    /// and the shapes agree; returns whether it did.
     pub fn dequantize_row(&self, r: usize, out: &mut [f32]) -> bool {
         match self {
-            Linear::Q8(m) => m.dequantize_row(r, out),
-            Linear::Q4(_) | Linear::Candle { .. } => false,
+            Linear::Kernels { parts, .. } => match &parts[..] {
+                [Part::Q8(m)] => m.dequantize_row(r, out),
+                _ => false,
+            },
+            Linear::Candle { .. } => false,
         }
     }
 
@@ -119,12 +235,30 @@ impl Linear {
         out.clear();
         out.resize(seq * rows, 0.0);
         match self {
-            Linear::Q8(m) => quantized_forward(x, seq, rows, cols, scratch, out, |r, q, o| {
-                m.dot_rows(r, q, o)
-            })?,
-            Linear::Q4(m) => quantized_forward(x, seq, rows, cols, scratch, out, |r, q, o| {
-                m.dot_rows(r, q, o)
-            })?,
+            Linear::Kernels { parts, .. } => {
+                let a = &mut scratch.quantized;
+                if parts.iter().any(|p| !p.is_k()) {
+                    a.q8.quantize(x, cols).map_err(to_candle_err)?;
+                }
+                if parts.iter().any(Part::is_k) {
+                    a.q8k.quantize(x, cols).map_err(to_candle_err)?;
+                }
+                let a = &scratch.quantized;
+                let dot_rows = |items: Range<usize>, piece: &mut [f32]| {
+                    let mut first = 0;
+                    for p in parts {
+                        let end = first + p.rows();
+                        let (from, to) = (items.start.max(first), items.end.min(end));
+                        if from < to {
+                            let o =
+                                &mut piece[(from - items.start) * seq..(to - items.start) * seq];
+                            p.dot_rows(from - first..to - first, a, o);
+                        }
+                        first = end;
+                    }
+                };
+                by_rows(seq, rows, &mut scratch.by_row, out, dot_rows);
+            }
             Linear::Candle { parts, .. } => {
                 let input = Tensor::from_slice(x, (seq, cols), &Device::Cpu)?;
                 let mut offset = 0;
@@ -141,32 +275,103 @@ impl Linear {
     }
 }
 
-/// [`Linear::forward`] for this crate's kernels: quantizes `x`, runs `dot_rows` over pieces of
-/// the rows on every thread, and transposes the by-row result into `out` (already sized).
-fn quantized_forward(
-    x: &[f32],
+/// Runs `dot_rows` over pieces of the `rows` output rows on every thread, each row holding
+/// its `seq` values, and transposes the by-row result into `out` (already sized).
+fn by_rows(
     seq: usize,
     rows: usize,
-    cols: usize,
-    scratch: &mut Scratch,
+    by_row: &mut Vec<f32>,
     out: &mut [f32],
-    dot_rows: impl Fn(Range<usize>, &Q8Vectors, &mut [f32]) + Sync,
-) -> Result<()> {
-    scratch.quantized.quantize(x, cols).map_err(to_candle_err)?;
-    let q = &scratch.quantized;
+    dot_rows: impl Fn(Range<usize>, &mut [f32]) + Sync,
+) {
     if seq == 1 {
-        for_each_piece(out, rows, 1, 4, |items, piece| dot_rows(items, q, piece));
-        return Ok(());
+        for_each_piece(out, rows, 1, 4, dot_rows);
+        return;
     }
-    scratch.by_row.clear();
-    scratch.by_row.resize(seq * rows, 0.0);
-    for_each_piece(&mut scratch.by_row, rows, seq, 4, |items, piece| {
-        dot_rows(items, q, piece)
-    });
-    for (r, row) in scratch.by_row.chunks_exact(seq).enumerate() {
+    by_row.clear();
+    by_row.resize(seq * rows, 0.0);
+    for_each_piece(by_row, rows, seq, 4, dot_rows);
+    for (r, row) in by_row.chunks_exact(seq).enumerate() {
         for (t, v) in row.iter().enumerate() {
             out[t * rows + r] = *v;
         }
     }
-    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use candle_core::quantized::GgmlDType;
+
+    use super::super::kmatrix::tests::candle_blocks;
+    use super::super::mapped::Bytes;
+    use super::super::q8::tests::noise;
+    use super::*;
+
+    fn part(dtype: GgmlDType, rows: usize, cols: usize, seed: u64) -> Part {
+        let (bytes, _) = candle_blocks(dtype, rows, cols, seed);
+        match dtype {
+            GgmlDType::Q4K => Part::Q4K(Q4KMatrix::new(Bytes::owned(bytes), rows, cols).unwrap()),
+            GgmlDType::Q6K => Part::Q6K(Q6KMatrix::new(Bytes::owned(bytes), rows, cols).unwrap()),
+            GgmlDType::Q8_0 => Part::Q8(Q8Matrix::from_ggml(&bytes, rows, cols).unwrap()),
+            _ => Part::Q4(Q4Matrix::from_ggml(&bytes, rows, cols).unwrap()),
+        }
+    }
+
+    #[test]
+    fn stacked_parts_of_different_formats_give_the_rows_of_each() {
+        let cols = 512;
+        let shapes = [
+            (GgmlDType::Q4K, 12),
+            (GgmlDType::Q8_0, 8),
+            (GgmlDType::Q6K, 4),
+            (GgmlDType::Q4_1, 5),
+        ];
+        for seq in [1, 6] {
+            let x = noise(seq * cols, 70);
+            let mut scratch = Scratch::default();
+            let mut want = Vec::new();
+            for (i, &(dtype, rows)) in shapes.iter().enumerate() {
+                let one = Linear::from_parts(vec![part(dtype, rows, cols, i as u64)])
+                    .unwrap()
+                    .unwrap();
+                let mut out = Vec::new();
+                one.forward(&x, seq, &mut scratch, &mut out).unwrap();
+                want.push((rows, out));
+            }
+            let parts = shapes
+                .iter()
+                .enumerate()
+                .map(|(i, &(dtype, rows))| part(dtype, rows, cols, i as u64))
+                .collect();
+            let stacked = Linear::from_parts(parts).unwrap().unwrap();
+            assert_eq!(stacked.rows(), 29);
+            let mut out = Vec::new();
+            stacked.forward(&x, seq, &mut scratch, &mut out).unwrap();
+            for t in 0..seq {
+                let mut offset = 0;
+                for (rows, part) in &want {
+                    assert_eq!(
+                        out[t * 29 + offset..t * 29 + offset + rows],
+                        part[t * rows..(t + 1) * rows],
+                        "vector {t}, rows from {offset}"
+                    );
+                    offset += rows;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn parts_are_stacked_only_by_whole_groups_of_four() {
+        let parts = vec![
+            part(GgmlDType::Q4K, 5, 256, 1),
+            part(GgmlDType::Q4K, 4, 256, 2),
+        ];
+        assert!(Linear::from_parts(parts).unwrap().is_none());
+        let parts = vec![
+            part(GgmlDType::Q4K, 4, 256, 1),
+            part(GgmlDType::Q6K, 4, 512, 2),
+        ];
+        assert!(Linear::from_parts(parts).is_err());
+    }
 }

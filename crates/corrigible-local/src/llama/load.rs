@@ -1,13 +1,12 @@
 //! Reading a llama or qwen2 GGUF file into a [`Llama`], re-quantizing on the way the
 //! formats this crate has no kernel for.
 
-use std::io::{Read, Seek};
-
 use candle_core::quantized::{GgmlDType, QTensor, gguf_file};
 use candle_core::{Device, Result};
 
 use super::embeddings::Embeddings;
-use super::linear::Linear;
+use super::linear::{Linear, Part};
+use super::mapped::MappedFile;
 use super::{KvCache, Layer, Llama, Rope};
 use crate::config::Weights;
 
@@ -118,20 +117,33 @@ fn needs_requantizing(dtype: GgmlDType) -> bool {
     matches!(dtype, GgmlDType::Q4_1 | GgmlDType::Q5_0 | GgmlDType::Q5_1)
 }
 
-struct Reader<'a, R> {
+struct Reader<'a> {
     ct: &'a gguf_file::Content,
-    reader: &'a mut R,
-    device: &'a Device,
+    file: &'a MappedFile,
     weights: Weights,
 }
 
-impl<R: Read + Seek> Reader<'_, R> {
-    fn raw(&mut self, name: &str) -> Result<QTensor> {
-        self.ct.tensor(self.reader, name, self.device)
+impl Reader<'_> {
+    fn raw(&self, name: &str) -> Result<QTensor> {
+        self.file.tensor(self.ct, name)
     }
 
-    /// The matrices `names`, stacked into one layer.
-    fn linear(&mut self, names: &[String]) -> Result<Linear> {
+    /// The matrices `names`, stacked into one layer: read in place when all are K-quants,
+    /// regrouped by four rows when all are Q4_1, else each converted as [`Weights`] says.
+    fn linear(&self, names: &[String]) -> Result<Linear> {
+        let mut stored = Vec::with_capacity(names.len());
+        for name in names {
+            stored.push(self.file.stored(self.ct, name)?);
+        }
+        let k = |t: GgmlDType| matches!(t, GgmlDType::Q4K | GgmlDType::Q6K);
+        if stored.iter().all(|s| k(s.dtype)) || stored.iter().all(|s| s.dtype == GgmlDType::Q4_1) {
+            let parts: Option<Vec<Part>> = stored.iter().map(Part::from_stored).collect();
+            if let Some(parts) = parts
+                && let Some(linear) = Linear::from_parts(parts)?
+            {
+                return Ok(linear);
+            }
+        }
         let mut parts = Vec::with_capacity(names.len());
         for name in names {
             parts.push(self.raw(name)?);
@@ -157,14 +169,14 @@ impl<R: Read + Seek> Reader<'_, R> {
             && needs_requantizing(t.dtype())
             && row % GgmlDType::Q8_0.block_size() == 0
         {
-            QTensor::quantize(&t.dequantize(self.device)?, GgmlDType::Q8_0)
+            QTensor::quantize(&t.dequantize(&Device::Cpu)?, GgmlDType::Q8_0)
         } else {
             Ok(t)
         }
     }
 
     /// The biases of `names` concatenated, or `None` when the file has none of them.
-    fn biases(&mut self, names: &[String]) -> Result<Option<Vec<f32>>> {
+    fn biases(&self, names: &[String]) -> Result<Option<Vec<f32>>> {
         if !names.iter().any(|n| self.ct.tensor_infos.contains_key(n)) {
             return Ok(None);
         }
@@ -175,46 +187,39 @@ impl<R: Read + Seek> Reader<'_, R> {
         Ok(Some(out))
     }
 
-    fn norm(&mut self, name: &str) -> Result<Vec<f32>> {
+    fn norm(&self, name: &str) -> Result<Vec<f32>> {
         self.raw(name)?
-            .dequantize(self.device)?
+            .dequantize(&Device::Cpu)?
             .flatten_all()?
             .to_vec1()
     }
 }
 
-/// Loads the model from a parsed GGUF `ct` whose tensors `reader` can read.
-pub fn load<R: Read + Seek>(
-    ct: &gguf_file::Content,
-    reader: &mut R,
-    weights: Weights,
-    device: &Device,
-) -> Result<Llama> {
+/// Loads the model from a parsed GGUF `ct` whose tensors are in the mapped `file`.
+pub fn load(ct: &gguf_file::Content, file: &MappedFile, weights: Weights) -> Result<Llama> {
     let hyper = Hyper::from_gguf(ct)?;
-    let mut r = Reader {
-        ct,
-        reader,
-        device,
-        weights,
-    };
-    let embd_q = r.raw("token_embd.weight")?;
-    let table = |t: &QTensor| -> Result<Embeddings> {
-        if let Some(rows) = Embeddings::rows(t, hyper.embedding_length)? {
+    let r = Reader { ct, file, weights };
+    let table = |name: &str| -> Result<Embeddings> {
+        if let Some(rows) = Embeddings::rows(&file.stored(ct, name)?, hyper.embedding_length)? {
             return Ok(rows);
         }
         Ok(Embeddings::Table {
-            values: t.dequantize(device)?.flatten_all()?.to_vec1()?,
+            values: r
+                .raw(name)?
+                .dequantize(&Device::Cpu)?
+                .flatten_all()?
+                .to_vec1()?,
             width: hyper.embedding_length,
         })
     };
+    let embd = "token_embd.weight".to_string();
+    let embd_dtype = ct.tensor_infos.get(&embd).map(|i| i.ggml_dtype);
     let (output, embeddings) = if ct.tensor_infos.contains_key("output.weight") {
-        let embeddings = table(&embd_q)?;
-        (r.linear(&["output.weight".to_string()])?, embeddings)
-    } else if embd_q.dtype() == GgmlDType::Q8_0 {
-        (r.layer(vec![embd_q])?, Embeddings::Tied)
+        (r.linear(&["output.weight".to_string()])?, table(&embd)?)
+    } else if embd_dtype == Some(GgmlDType::Q8_0) {
+        (r.layer(vec![r.raw(&embd)?])?, Embeddings::Tied)
     } else {
-        let embeddings = table(&embd_q)?;
-        (r.layer(vec![embd_q])?, embeddings)
+        (r.linear(std::slice::from_ref(&embd))?, table(&embd)?)
     };
     if let Embeddings::Tied = embeddings {
         let mut probe = vec![0f32; hyper.embedding_length];

@@ -3,7 +3,7 @@
 // Licensed under the Apache License, Version 2.0 or the MIT license, at your option.
 // Changes for corrigible: dense feed-forward only, a key/value cache that can be cut back to
 // a prefix, optional re-quantization of the weights at load time, and a forward pass on plain
-// slices with this crate's Q8_0 and Q4_1 kernels instead of candle tensor operations, and the
+// slices with this crate's Q8_0, Q4_1, Q4_K and Q6_K kernels over weights mapped from the file instead of candle tensor operations, and the
 // qwen2 variant (q/k/v biases, rotary pairs of halves) as in `src/models/quantized_qwen2.rs`.
 
 //! A llama-family transformer (llama, qwen2) over quantized GGUF weights, run on the CPU.
@@ -14,11 +14,16 @@ mod attention;
 mod cache;
 mod embeddings;
 mod head;
+mod kmatrix;
 mod linear;
 mod load;
+mod mapped;
 mod parallel;
 mod q4;
+mod q4k;
+mod q6k;
 mod q8;
+mod q8k;
 mod quad;
 mod vector;
 
@@ -26,6 +31,7 @@ use candle_core::Result;
 
 pub use cache::KvCache;
 pub use load::{Hyper, RopeStyle, load};
+pub use mapped::MappedFile;
 
 use embeddings::Embeddings;
 use linear::{Linear, Scratch};
@@ -137,6 +143,17 @@ impl Llama {
     /// Width of the logits: the number of token ids the model knows.
     pub fn vocab_size(&self) -> usize {
         self.embeddings.vocab(&self.output)
+    }
+
+    /// Whether every matrix, the output head included, is read in place from the mapped file.
+    #[cfg(test)]
+    pub(crate) fn all_mapped(&self) -> bool {
+        self.output.is_mapped()
+            && self.layers.iter().all(|l| {
+                [&l.qkv, &l.wo, &l.gate_up, &l.down]
+                    .iter()
+                    .all(|m| m.is_mapped())
+            })
     }
 
     /// Positions currently held in the key/value cache.

@@ -381,27 +381,6 @@ mod tests {
     }
 
     #[test]
-    fn stacked_parts_give_the_rows_of_each() {
-        let cols = 64;
-        let (a, _) = quantized(&noise(8 * cols, 11), 8, cols);
-        let (b, _) = quantized(&noise(3 * cols, 12), 3, cols);
-        let x = vectors(2, cols, 13);
-        let (mut oa, mut ob) = (vec![0f32; 16], vec![0f32; 6]);
-        a.dot_rows(0..8, &x, &mut oa);
-        b.dot_rows(0..3, &x, &mut ob);
-        let both = Q4Matrix::concat(vec![a.clone(), b.clone()]).expect("stack");
-        assert_eq!(both.rows(), 11);
-        let mut out = vec![0f32; 22];
-        both.dot_rows(0..11, &x, &mut out);
-        assert_eq!(out[..16], oa);
-        assert_eq!(out[16..], ob);
-        assert_eq!(
-            Q4Matrix::concat(vec![b, a]).err(),
-            Some(MatrixError::Stack(3))
-        );
-    }
-
-    #[test]
     fn several_vectors_equal_candle() {
         let (rows, cols, n) = (12, 576, 20);
         let w = noise(rows * cols, 9);

@@ -26,9 +26,9 @@ pub enum MatrixError {
     /// The row length is not a whole number of blocks.
     #[error("row length {0} is not a multiple of {BLOCK}")]
     RowLength(usize),
-    /// A stacked part other than the last has a row count that is not a multiple of four.
-    #[error("cannot stack a part of {0} rows: not a multiple of 4")]
-    Stack(usize),
+    /// The row length is not a whole number of K-quant blocks.
+    #[error("row length {0} is not a multiple of 256")]
+    KRowLength(usize),
     /// The raw data does not hold `rows` rows of `cols` values.
     #[error("{got} bytes of {format} data for a {rows}x{cols} matrix")]
     DataSize {
@@ -74,29 +74,6 @@ impl<Q: Quad> QuadMatrix<Q> {
             quads[(r / 4) * nb + b].set_row(r % 4, block);
         }
         Ok(Self { rows, cols, quads })
-    }
-
-    /// Stacks matrices of one row length, each but the last with a multiple of four rows: the
-    /// rows of the first, then of the second, …
-    pub fn concat(parts: Vec<Self>) -> Result<Self, MatrixError> {
-        let cols = parts.first().map_or(0, |p| p.cols);
-        let count = parts.len();
-        let mut out = Self {
-            rows: 0,
-            cols,
-            quads: Vec::with_capacity(parts.iter().map(|p| p.quads.len()).sum()),
-        };
-        for (i, p) in parts.into_iter().enumerate() {
-            if p.cols != cols {
-                return Err(MatrixError::RowLength(p.cols));
-            }
-            if i + 1 < count && !p.rows.is_multiple_of(4) {
-                return Err(MatrixError::Stack(p.rows));
-            }
-            out.rows += p.rows;
-            out.quads.extend_from_slice(&p.quads);
-        }
-        Ok(out)
     }
 
     /// Rows (outputs).

@@ -1,0 +1,183 @@
+//! Activations quantized to GGML's Q8_K, the partner format of the K-quant weight kernels:
+//! blocks of 256 values, each an f32 scale, 256 signed bytes and the sums of its quants by 16
+//! and by 32 (the latter for the minimums of Q4_K).
+
+use super::quad::MatrixError;
+
+/// Values per K-quant block (GGML's `QK_K`).
+pub const K_BLOCK: usize = 256;
+
+/// Several activation vectors of one length in Q8_K, quantized exactly as candle's
+/// `BlockQ8K::from_float` (so that a dot product with a K-quant row is the reference's).
+#[derive(Debug, Clone, Default)]
+pub struct Q8KVectors {
+    cols: usize,
+    scales: Vec<f32>,
+    quants: Vec<i8>,
+    /// Sums of 16 consecutive quants, 16 per block.
+    sums16: Vec<i16>,
+    /// Sums of 32 consecutive quants, 8 per block.
+    sums32: Vec<i16>,
+}
+
+/// One quantized vector as the kernels read it.
+#[derive(Debug, Clone, Copy)]
+pub struct KAct<'a> {
+    /// Block scales.
+    pub d: &'a [f32],
+    /// Quants, 256 per block.
+    pub q: &'a [i8],
+    /// Sums by 16, 16 per block.
+    pub sums16: &'a [i16],
+    /// Sums by 32, 8 per block.
+    pub sums32: &'a [i16],
+}
+
+impl KAct<'_> {
+    /// Whole blocks held by every part.
+    pub fn blocks(&self) -> usize {
+        self.d
+            .len()
+            .min(self.q.len() / K_BLOCK)
+            .min(self.sums16.len() / 16)
+            .min(self.sums32.len() / 8)
+    }
+}
+
+impl Q8KVectors {
+    /// Quantizes `x`, a whole number of vectors of `cols` values, replacing the content.
+    pub fn quantize(&mut self, x: &[f32], cols: usize) -> Result<(), MatrixError> {
+        if cols == 0 || !cols.is_multiple_of(K_BLOCK) {
+            return Err(MatrixError::KRowLength(cols));
+        }
+        self.cols = cols;
+        let n = x.len() / cols * cols;
+        let nb = n / K_BLOCK;
+        self.scales.clear();
+        self.scales.resize(nb, 0.0);
+        self.quants.clear();
+        self.quants.resize(n, 0);
+        self.sums16.clear();
+        self.sums16.resize(nb * 16, 0);
+        self.sums32.clear();
+        self.sums32.resize(nb * 8, 0);
+        for (((block, d), q), (s16, s32)) in x
+            .chunks_exact(K_BLOCK)
+            .zip(&mut self.scales)
+            .zip(self.quants.chunks_exact_mut(K_BLOCK))
+            .zip(
+                self.sums16
+                    .chunks_exact_mut(16)
+                    .zip(self.sums32.chunks_exact_mut(8)),
+            )
+        {
+            *d = quantize_block(block, q);
+            for (s, q) in s16.iter_mut().zip(q.chunks_exact(16)) {
+                *s = q.iter().map(|&v| v as i16).sum();
+            }
+            for (s, pair) in s32.iter_mut().zip(s16.chunks_exact(2)) {
+                *s = pair[0] + pair[1];
+            }
+        }
+        Ok(())
+    }
+
+    /// Vectors held.
+    pub fn len(&self) -> usize {
+        self.quants.len().checked_div(self.cols).unwrap_or(0)
+    }
+
+    /// Values per vector.
+    pub fn cols(&self) -> usize {
+        self.cols
+    }
+
+    /// Vector `i` (empty parts past the last one).
+    pub fn vector(&self, i: usize) -> KAct<'_> {
+        let nb = self.cols / K_BLOCK;
+        KAct {
+            d: self.scales.get(i * nb..(i + 1) * nb).unwrap_or(&[]),
+            q: self
+                .quants
+                .get(i * self.cols..(i + 1) * self.cols)
+                .unwrap_or(&[]),
+            sums16: self
+                .sums16
+                .get(i * nb * 16..(i + 1) * nb * 16)
+                .unwrap_or(&[]),
+            sums32: self.sums32.get(i * nb * 8..(i + 1) * nb * 8).unwrap_or(&[]),
+        }
+    }
+}
+
+/// Quantizes one block as candle does: the scale maps the value of largest magnitude to
+/// -127, every value is rounded half away from zero; returns the block's scale.
+fn quantize_block(x: &[f32], q: &mut [i8]) -> f32 {
+    let (mut max, mut amax) = (0f32, 0f32);
+    for &v in x {
+        if amax < v.abs() {
+            amax = v.abs();
+            max = v;
+        }
+    }
+    if amax == 0.0 {
+        q.fill(0);
+        return 0.0;
+    }
+    let iscale = -127f32 / max;
+    for (q, &v) in q.iter_mut().zip(x) {
+        *q = (iscale * v).round().clamp(-128.0, 127.0) as i8;
+    }
+    1.0 / iscale
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::q8::tests::noise;
+    use super::*;
+    use candle_core::quantized::{GgmlDType, QTensor};
+    use candle_core::{Device, Tensor};
+
+    #[test]
+    fn blocks_are_candles_q8k() {
+        let cols = 512;
+        let mut x: Vec<f32> = noise(3 * cols, 21).iter().map(|v| v * 5.0).collect();
+        x[300] = -9.0;
+        x[cols..cols + K_BLOCK].fill(0.0);
+        let mut ours = Q8KVectors::default();
+        ours.quantize(&x, cols).expect("quantize");
+        assert_eq!(ours.len(), 3);
+        let t = Tensor::from_slice(&x, (3, cols), &Device::Cpu).expect("tensor");
+        let data = QTensor::quantize(&t, GgmlDType::Q8K)
+            .and_then(|q| q.data().map(|d| d.into_owned()))
+            .expect("candle");
+        // candle's block: f32 scale, 256 quants, 16 sums of 16 (i16).
+        let block_bytes = 4 + K_BLOCK + 32;
+        for (b, theirs) in data.chunks_exact(block_bytes).enumerate() {
+            let v = ours.vector(b / 2);
+            let k = b % 2;
+            let d = f32::from_le_bytes([theirs[0], theirs[1], theirs[2], theirs[3]]);
+            assert_eq!(v.d[k], d, "block {b}");
+            let q: Vec<i8> = theirs[4..4 + K_BLOCK].iter().map(|&b| b as i8).collect();
+            assert_eq!(&v.q[k * K_BLOCK..(k + 1) * K_BLOCK], &q[..], "block {b}");
+            for j in 0..16 {
+                let s = &theirs[4 + K_BLOCK + 2 * j..];
+                assert_eq!(v.sums16[k * 16 + j], i16::from_le_bytes([s[0], s[1]]));
+            }
+            for j in 0..8 {
+                let want = v.sums16[k * 16 + 2 * j] + v.sums16[k * 16 + 2 * j + 1];
+                assert_eq!(v.sums32[k * 8 + j], want);
+            }
+        }
+    }
+
+    #[test]
+    fn a_row_length_off_the_block_is_an_error() {
+        assert_eq!(
+            Q8KVectors::default().quantize(&[0.0; 128], 128),
+            Err(MatrixError::KRowLength(128))
+        );
+        let v = Q8KVectors::default();
+        assert_eq!(v.vector(3).blocks(), 0);
+    }
+}
