@@ -24,23 +24,29 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod access_log;
 mod auth;
 mod body;
 mod config;
+mod connections;
 mod dashboard;
 pub mod errors;
+mod lease;
 pub mod metrics;
 mod models;
+mod origin;
 mod request;
 mod routes;
 mod runner;
+mod security_headers;
 mod server;
 mod state;
 pub mod store;
 
 pub use config::{
-    DEFAULT_ADDR, DEFAULT_BODY_LIMIT, DEFAULT_DB, DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
-    DEFAULT_SHUTDOWN_DEADLINE, ServerConfig,
+    DEFAULT_ADDR, DEFAULT_BODY_LIMIT, DEFAULT_DB, DEFAULT_EVENT_QUEUE, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_LEASE, DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_SHUTDOWN_DEADLINE, ServerConfig,
 };
 pub use errors::ApiError;
 pub use models::{LimitedModel, ModelFactory, factory_for_spec, replay_factory, shared_factory};
