@@ -1,4 +1,4 @@
-//! The `corrigible run` contract (DESIGN.md §6.3) through the real binary.
+//! The `corrigible run` contract through the real binary.
 
 use std::io::Write;
 use std::process::{Command, Output};

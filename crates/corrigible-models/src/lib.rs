@@ -1,6 +1,6 @@
 //! Model backends for corrigible: implementations of [`corrigible::Model`].
 //!
-//! - [`ReplayModel`] serves recorded replies from a JSONL file, in order (DESIGN §6.2).
+//! - [`ReplayModel`] serves recorded replies from a JSONL file, in order.
 //! - [`OpenAiModel`], [`GeminiModel`] and [`AnthropicModel`] call the providers' HTTP APIs
 //!   with their native tool calling, or with no tools under the JSON protocol.
 //! - [`ModelSpec`] parses `replay:FILE`, `openai:MODEL`, `gemini:MODEL`, `anthropic:MODEL`

@@ -70,7 +70,7 @@ enum Entry {
     TransportError(String),
 }
 
-/// A model that replays a JSONL file of replies, one per call, in order (DESIGN §6.2).
+/// A model that replays a JSONL file of replies, one per call, in order.
 ///
 /// Each non-blank line is one of `{"text": "…"}`, `{"tool_calls": [{"name": "…",
 /// "arguments": "<string or object>"}]}` or `{"transport_error": "…"}`, optionally with

@@ -128,7 +128,7 @@ pub struct RunRecord {
     /// The summary.
     #[serde(flatten)]
     pub summary: RunSummary,
-    /// The run report (DESIGN.md §6.1), once finished.
+    /// The run report, once finished.
     pub report: Option<RunReport>,
 }
 

@@ -177,7 +177,7 @@ pub struct UsageTotals {
     pub identical_retries: u32,
 }
 
-/// The run report (DESIGN.md §6.1): what `corrigible run --json` prints and `POST /v1/runs`
+/// The run report: what `corrigible run --json` prints and `POST /v1/runs`
 /// returns.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunReport {
