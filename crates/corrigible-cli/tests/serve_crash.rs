@@ -56,10 +56,10 @@ fn start(db: &str, replay: &str, port: u16) -> Child {
 
 async fn wait_healthy(client: &reqwest::Client, base: &str) {
     for _ in 0..600 {
-        if let Ok(r) = client.get(format!("{base}/healthz")).send().await {
-            if r.status().is_success() {
-                return;
-            }
+        if let Ok(r) = client.get(format!("{base}/healthz")).send().await
+            && r.status().is_success()
+        {
+            return;
         }
         tokio::time::sleep(Duration::from_millis(50)).await;
     }

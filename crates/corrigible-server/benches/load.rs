@@ -65,7 +65,7 @@ async fn load(runs: usize, concurrency: usize) {
     let bare = bare_route().await;
     report(
         "bare axum route",
-        &drive(&[bare.0.clone()], runs, concurrency).await,
+        &drive(std::slice::from_ref(&bare.0), runs, concurrency).await,
         "req/s",
     );
     bare.stop().await;
@@ -75,7 +75,7 @@ async fn load(runs: usize, concurrency: usize) {
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("load.db").display().to_string();
     let server = Server::start(&db, concurrency).await;
-    let stats = drive(&[server.base.clone()], runs, concurrency).await;
+    let stats = drive(std::slice::from_ref(&server.base), runs, concurrency).await;
     report("server, SQLite", &stats, "runs/s");
     server.stop().await;
     assert!(
@@ -86,7 +86,7 @@ async fn load(runs: usize, concurrency: usize) {
 
     if let Ok(url) = std::env::var("LOAD_POSTGRES_URL") {
         let one = Server::start(&url, concurrency).await;
-        let stats = drive(&[one.base.clone()], runs, concurrency).await;
+        let stats = drive(std::slice::from_ref(&one.base), runs, concurrency).await;
         report("server, Postgres, 1 instance", &stats, "runs/s");
         let two = Server::start(&url, concurrency).await;
         let stats = drive(&[one.base.clone(), two.base.clone()], runs, concurrency).await;
