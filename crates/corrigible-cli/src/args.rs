@@ -162,12 +162,37 @@ pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = corrigible_server::DEFAULT_ADDR)]
     pub addr: String,
-    /// The run store: a SQLite file path or a `sqlite:` URL.
-    #[arg(long, default_value = corrigible_server::DEFAULT_DB)]
-    pub db: String,
+    /// The run store: a SQLite file path, a `sqlite:` URL or a `postgres://` URL (default:
+    /// `database_url` in the config file, else corrigible.db).
+    #[arg(long)]
+    pub db: Option<String>,
     /// Require `Authorization: Bearer KEY` on the API.
     #[arg(long, env = "CORRIGIBLE_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// Serve without an API key on a non-loopback address (anyone who reaches it can start
+    /// runs and read them).
+    #[arg(long)]
+    pub insecure_no_auth: bool,
+    /// Another `Host` the server answers to (`name` or `name:port`), also checked against a
+    /// browser's `Origin`; repeatable.
+    #[arg(long = "allowed-host", value_name = "HOST")]
+    pub allowed_hosts: Vec<String>,
+    /// Seconds a client may take to send a request's headers.
+    #[arg(long, value_name = "SECS", default_value_t = corrigible_server::DEFAULT_HEADER_READ_TIMEOUT.as_secs())]
+    pub header_read_timeout: u64,
+    /// Seconds a connection may stay open with no request in progress and no traffic.
+    #[arg(long, value_name = "SECS", default_value_t = corrigible_server::DEFAULT_IDLE_TIMEOUT.as_secs())]
+    pub idle_timeout: u64,
+    /// Connections served at once; more wait to be accepted.
+    #[arg(long, default_value_t = corrigible_server::DEFAULT_MAX_CONNECTIONS)]
+    pub max_connections: usize,
+    /// This instance's id in a shared database (default: HOSTNAME:PORT).
+    #[arg(long)]
+    pub instance_id: Option<String>,
+    /// Seconds this instance's runs stay its own without a heartbeat; other instances mark
+    /// a crashed instance's runs interrupted after that.
+    #[arg(long, value_name = "SECS", default_value_t = corrigible_server::DEFAULT_LEASE.as_secs())]
+    pub lease: u64,
     /// Model calls in flight at once over all runs.
     #[arg(long, default_value_t = corrigible_server::DEFAULT_MAX_CONCURRENT_MODEL_CALLS)]
     pub max_concurrent_model_calls: usize,

@@ -33,6 +33,9 @@ pub struct FileConfig {
     /// The answer rules on top of the profile, as `--grounding`: `values` or `failures`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grounding: Option<String>,
+    /// `corrigible serve`'s run store, as `--db`: a SQLite path or URL, or `postgres://…`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub database_url: Option<String>,
     /// Per-run bounds.
     #[serde(default)]
     pub limits: LimitsConfig,

@@ -139,12 +139,36 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
     if args.max_concurrent_model_calls == 0 {
         return Err(anyhow::anyhow!("--max-concurrent-model-calls: must be at least 1").into());
     }
+    if args.max_connections == 0 {
+        return Err(anyhow::anyhow!("--max-connections: must be at least 1").into());
+    }
+    if args.header_read_timeout == 0 || args.idle_timeout == 0 || args.lease == 0 {
+        return Err(anyhow::anyhow!(
+            "--header-read-timeout, --idle-timeout, --lease: must be at least 1"
+        )
+        .into());
+    }
+    let db = match args.db {
+        Some(db) => db,
+        None => config::locate(args.config.as_deref())
+            .map(|path| config::load(&path))
+            .transpose()?
+            .and_then(|file| file.database_url)
+            .unwrap_or_else(|| corrigible_server::DEFAULT_DB.to_string()),
+    };
     let config = corrigible_server::ServerConfig {
         addr: args.addr,
-        db: args.db,
+        db,
         api_key: args.api_key,
         body_limit: args.body_limit,
         max_concurrent_model_calls: args.max_concurrent_model_calls,
+        allow_insecure: args.insecure_no_auth,
+        allowed_hosts: args.allowed_hosts,
+        header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout),
+        idle_timeout: std::time::Duration::from_secs(args.idle_timeout),
+        max_connections: args.max_connections,
+        instance_id: args.instance_id,
+        lease: std::time::Duration::from_secs(args.lease),
         ..Default::default()
     };
     let store = corrigible_server::open_store(&config.db)

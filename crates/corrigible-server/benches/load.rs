@@ -1,17 +1,30 @@
-//! Load test: many concurrent runs against a server on a loopback port, with the replay
-//! model (a calculator call and a final answer per run), stored in SQLite.
+//! Load benchmark: many concurrent replay runs against servers on loopback ports, next to the
+//! two ceilings that bound them, all in one process and one run:
+//!
+//! 1. a bare axum route behind the same connection handling (the HTTP stack's ceiling);
+//! 2. SQLite's write ceiling for our event rows (the writer's batched transactions, no HTTP);
+//! 3. the full server on SQLite (a calculator call and a final answer per run);
+//! 4. with `LOAD_POSTGRES_URL` set: the full server on Postgres, with 1 and 2 instances
+//!    sharing the database (the clients alternate between the instances).
 //!
 //! `cargo bench -p corrigible-server --bench load` runs `LOAD_RUNS` runs (default 2000) with
-//! `LOAD_CONCURRENCY` clients (default 64) and prints runs/s and p50/p90/p99 latency. Without
-//! `--bench` (as under `cargo test --benches`) it runs a 20-run smoke test.
+//! `LOAD_CONCURRENCY` clients (default 64) per phase and prints requests or runs per second
+//! and p50/p90/p99 latency. Without `--bench` (as under `cargo test --benches`) it runs a
+//! 20-run smoke test.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
+use axum::Json;
+use axum::routing::post;
 use corrigible::{Agent, ToolRegistry};
 use corrigible_models::ReplayModel;
+use corrigible_server::store::{NewRun, RunStore, SqliteStore, StoredEvent, now_ms};
 use corrigible_server::{AppState, ServerConfig, open_store, replay_factory, serve_listener};
 use futures_util::StreamExt;
+use serde_json::{Value, json};
+use tokio::sync::oneshot;
+use tokio::task::JoinHandle;
 
 const REPLAY: &str = r#"{"text": "{\"state\":\"action\",\"reason\":\"compute\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "usage": {"input_tokens": 300, "output_tokens": 30}}
 {"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"14\"}", "usage": {"input_tokens": 340, "output_tokens": 12}}
@@ -32,6 +45,10 @@ fn percentile(sorted: &[Duration], p: f64) -> Duration {
     sorted[rank.clamp(1, sorted.len()) - 1]
 }
 
+fn ms(d: Duration) -> f64 {
+    d.as_secs_f64() * 1000.0
+}
+
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let runs = if full { env("LOAD_RUNS", 2000) } else { 20 };
@@ -41,49 +58,187 @@ fn main() {
 }
 
 async fn load(runs: usize, concurrency: usize) {
+    println!(
+        "load: {runs} per phase, concurrency {concurrency}, {} CPUs",
+        std::thread::available_parallelism().map_or(0, |n| n.get())
+    );
+    let bare = bare_route().await;
+    report(
+        "bare axum route",
+        &drive(std::slice::from_ref(&bare.0), runs, concurrency).await,
+        "req/s",
+    );
+    bare.stop().await;
+
+    sqlite_write_ceiling(runs).await;
+
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("load.db").display().to_string();
-    let replay = ReplayModel::from_str(REPLAY).expect("replay parses");
-    let mut tools = ToolRegistry::new();
-    tools
-        .register_typed(corrigible_tools::Calculator)
-        .expect("calculator registers");
-    let agent = Agent::builder(replay.restarted())
-        .tools(tools)
-        .build()
-        .expect("agent builds");
-    let config = ServerConfig {
-        db: db.clone(),
-        max_concurrent_model_calls: concurrency,
-        ..ServerConfig::default()
-    };
-    let store = open_store(&db).await.expect("store opens");
-    let state = AppState::new(Arc::new(agent), replay_factory(replay), store, &config);
+    let server = Server::start(&db, concurrency).await;
+    let stats = drive(std::slice::from_ref(&server.base), runs, concurrency).await;
+    report("server, SQLite", &stats, "runs/s");
+    server.stop().await;
+    assert!(
+        stats.errors.is_empty(),
+        "{} runs failed",
+        stats.errors.len()
+    );
+
+    if let Ok(url) = std::env::var("LOAD_POSTGRES_URL") {
+        let one = Server::start(&url, concurrency).await;
+        let stats = drive(std::slice::from_ref(&one.base), runs, concurrency).await;
+        report("server, Postgres, 1 instance", &stats, "runs/s");
+        let two = Server::start(&url, concurrency).await;
+        let stats = drive(&[one.base.clone(), two.base.clone()], runs, concurrency).await;
+        report("server, Postgres, 2 instances", &stats, "runs/s");
+        one.stop().await;
+        two.stop().await;
+    }
+}
+
+/// A server on a loopback port.
+struct Server {
+    base: String,
+    stop: oneshot::Sender<()>,
+    task: JoinHandle<()>,
+}
+
+impl Server {
+    async fn start(db: &str, concurrency: usize) -> Self {
+        let replay = ReplayModel::from_str(REPLAY).expect("replay parses");
+        let mut tools = ToolRegistry::new();
+        tools
+            .register_typed(corrigible_tools::Calculator)
+            .expect("calculator registers");
+        let agent = Agent::builder(replay.restarted())
+            .tools(tools)
+            .build()
+            .expect("agent builds");
+        let config = ServerConfig {
+            db: db.to_string(),
+            max_concurrent_model_calls: concurrency,
+            shutdown_deadline: Duration::from_secs(10),
+            ..ServerConfig::default()
+        };
+        let store = open_store(db).await.expect("store opens");
+        let state = AppState::new(Arc::new(agent), replay_factory(replay), store, &config);
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+            .await
+            .expect("binds");
+        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let (stop, stopped) = oneshot::channel::<()>();
+        let task = tokio::spawn(async move {
+            serve_listener(listener, state, config, async {
+                let _ = stopped.await;
+            })
+            .await
+            .expect("server runs");
+        });
+        Self { base, stop, task }
+    }
+
+    async fn stop(self) {
+        let _ = self.stop.send(());
+        let _ = self.task.await;
+    }
+}
+
+/// A bare axum route answering a small JSON body, with axum's own server.
+struct Bare(String, oneshot::Sender<()>, JoinHandle<()>);
+
+impl Bare {
+    async fn stop(self) {
+        let _ = self.1.send(());
+        let _ = self.2.await;
+    }
+}
+
+async fn bare_route() -> Bare {
+    let app = axum::Router::new().route(
+        "/v1/runs",
+        post(|Json(body): Json<Value>| async move { Json(json!({"echo": body})) }),
+    );
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
         .await
         .expect("binds");
     let base = format!("http://{}", listener.local_addr().expect("address"));
-    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
-    let server = tokio::spawn(serve_listener(
-        listener,
-        state.clone(),
-        Duration::from_secs(10),
-        async {
-            let _ = stopped.await;
-        },
-    ));
+    let (stop, stopped) = oneshot::channel::<()>();
+    let task = tokio::spawn(async move {
+        let _ = axum::serve(listener, app)
+            .with_graceful_shutdown(async {
+                let _ = stopped.await;
+            })
+            .await;
+    });
+    Bare(base, stop, task)
+}
 
+/// SQLite's ceiling for our rows: `runs` runs of 8 events of a realistic size, inserted and
+/// written in batches of 64 events per transaction, as the store writer does.
+async fn sqlite_write_ceiling(runs: usize) {
+    let dir = tempfile::tempdir().expect("temp dir");
+    let db = dir.path().join("ceiling.db").display().to_string();
+    let store = SqliteStore::open(&db).await.expect("store opens");
+    let data = format!(
+        "{{\"type\":\"decision\",\"payload\":\"{}\"}}",
+        "x".repeat(300)
+    );
+    let started = Instant::now();
+    let mut batch = Vec::with_capacity(64);
+    for i in 0..runs {
+        let id = format!("run-{i:08}");
+        store
+            .insert_run(&NewRun {
+                id: id.clone(),
+                created_at: now_ms(),
+                prompt: "What is 2*(3+4)?".into(),
+                model: "replay".into(),
+                protocol: "json".into(),
+                owner: "bench".into(),
+            })
+            .await
+            .expect("run inserted");
+        for seq in 1..=8 {
+            batch.push(StoredEvent {
+                run_id: id.clone(),
+                seq,
+                kind: "decision".into(),
+                at: now_ms(),
+                data: data.clone(),
+            });
+            if batch.len() == 64 {
+                store.append_events(&batch).await.expect("events written");
+                batch.clear();
+            }
+        }
+    }
+    store.append_events(&batch).await.expect("events written");
+    let elapsed = started.elapsed().as_secs_f64();
+    println!(
+        "load: SQLite write ceiling: {:.0} runs/s ({:.0} event rows/s; one insert per run, 8 events per run in 64-event transactions)",
+        runs as f64 / elapsed,
+        (runs * 8) as f64 / elapsed
+    );
+}
+
+struct Stats {
+    elapsed: Duration,
+    latencies: Vec<Duration>,
+    errors: Vec<String>,
+}
+
+/// Posts `runs` run requests with `concurrency` clients, alternating between `bases`.
+async fn drive(bases: &[String], runs: usize, concurrency: usize) -> Stats {
     let client = reqwest::Client::builder()
         .pool_max_idle_per_host(concurrency)
         .build()
         .expect("client");
-    let url = format!("{base}/v1/runs");
-    let body = serde_json::json!({"prompt": "What is 2*(3+4)?"});
+    let body = json!({"prompt": "What is 2*(3+4)?"});
     let started = Instant::now();
     let results: Vec<Result<Duration, String>> = futures_util::stream::iter(0..runs)
-        .map(|_| {
+        .map(|i| {
             let client = client.clone();
-            let url = url.clone();
+            let url = format!("{}/v1/runs", bases[i % bases.len()]);
             let body = body.clone();
             async move {
                 let t = Instant::now();
@@ -106,34 +261,29 @@ async fn load(runs: usize, concurrency: usize) {
         .collect()
         .await;
     let elapsed = started.elapsed();
-
     let mut latencies: Vec<Duration> = results.iter().filter_map(|r| r.clone().ok()).collect();
-    let errors: Vec<&String> = results.iter().filter_map(|r| r.as_ref().err()).collect();
     latencies.sort();
-    let stored = state
-        .store()
-        .list_runs(500, None)
-        .await
-        .map(|r| r.len())
-        .unwrap_or(0);
+    let errors = results.into_iter().filter_map(Result::err).collect();
+    Stats {
+        elapsed,
+        latencies,
+        errors,
+    }
+}
+
+fn report(what: &str, stats: &Stats, unit: &str) {
+    let l = &stats.latencies;
     println!(
-        "load: {runs} runs, concurrency {concurrency}, replay model, SQLite store ({} stored in the last page)",
-        stored
+        "load: {what}: {:.0} {unit} over {:.2} s; latency p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms; errors {}",
+        l.len() as f64 / stats.elapsed.as_secs_f64(),
+        stats.elapsed.as_secs_f64(),
+        ms(percentile(l, 50.0)),
+        ms(percentile(l, 90.0)),
+        ms(percentile(l, 99.0)),
+        ms(l.last().copied().unwrap_or_default()),
+        stats.errors.len(),
     );
-    println!(
-        "load: {:.0} runs/s over {:.2} s; latency p50 {:.1} ms, p90 {:.1} ms, p99 {:.1} ms, max {:.1} ms; errors {}",
-        latencies.len() as f64 / elapsed.as_secs_f64(),
-        elapsed.as_secs_f64(),
-        percentile(&latencies, 50.0).as_secs_f64() * 1000.0,
-        percentile(&latencies, 90.0).as_secs_f64() * 1000.0,
-        percentile(&latencies, 99.0).as_secs_f64() * 1000.0,
-        latencies.last().copied().unwrap_or_default().as_secs_f64() * 1000.0,
-        errors.len(),
-    );
-    if let Some(first) = errors.first() {
+    if let Some(first) = stats.errors.first() {
         println!("load: first error: {first}");
     }
-    let _ = stop.send(());
-    let _ = server.await;
-    assert!(errors.is_empty(), "{} runs failed", errors.len());
 }

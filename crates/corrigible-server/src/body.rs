@@ -4,7 +4,22 @@ use axum::body::Body;
 use axum::http::{HeaderMap, header};
 use futures_util::StreamExt;
 
-use crate::errors::{ApiError, BadRequest, PayloadTooLarge};
+use crate::errors::{ApiError, BadRequest, PayloadTooLarge, UnsupportedMediaType};
+
+/// `Ok` when the request says its body is `application/json` (parameters such as
+/// `charset` allowed): a form or `text/plain` POST from another site is refused.
+pub(crate) fn require_json(headers: &HeaderMap) -> Result<(), UnsupportedMediaType> {
+    let value = headers
+        .get(header::CONTENT_TYPE)
+        .map(|v| String::from_utf8_lossy(v.as_bytes()).into_owned())
+        .unwrap_or_default();
+    let essence = value.split(';').next().unwrap_or_default().trim();
+    if essence.eq_ignore_ascii_case("application/json") {
+        Ok(())
+    } else {
+        Err(UnsupportedMediaType(value))
+    }
+}
 
 /// The whole body, or 413 as soon as it is known to exceed `limit` bytes (from its
 /// `Content-Length`, or while reading).

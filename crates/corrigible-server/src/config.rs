@@ -12,13 +12,23 @@ pub const DEFAULT_BODY_LIMIT: usize = 64 * 1024;
 pub const DEFAULT_MAX_CONCURRENT_MODEL_CALLS: usize = 8;
 /// How long in-flight runs may go on after a shutdown signal, by default.
 pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(30);
+/// How long a client may take to send a request's headers, by default.
+pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// How long a connection may sit with no request and no traffic, by default.
+pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
+/// Connections served at once, by default; more wait in the kernel's accept queue.
+pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// How long an instance's runs stay its own without a heartbeat, by default.
+pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
+/// Trace events waiting to be written before runs wait, by default.
+pub const DEFAULT_EVENT_QUEUE: usize = 4096;
 
 /// How the server listens, stores and limits (validated by the CLI before it gets here).
 #[derive(Clone, PartialEq, Eq)]
 pub struct ServerConfig {
     /// Address to listen on, e.g. `127.0.0.1:8080`.
     pub addr: String,
-    /// The run store: a file path or a `sqlite:` URL.
+    /// The run store: a file path, a `sqlite:` URL or a `postgres://` URL.
     pub db: String,
     /// When set, every `/v1` request needs `Authorization: Bearer <api_key>`.
     pub api_key: Option<String>,
@@ -28,6 +38,24 @@ pub struct ServerConfig {
     pub max_concurrent_model_calls: usize,
     /// How long in-flight runs may go on after SIGTERM/SIGINT before they are interrupted.
     pub shutdown_deadline: Duration,
+    /// Serve without an API key on a non-loopback address (refused otherwise).
+    pub allow_insecure: bool,
+    /// Extra `Host` names (`name` or `name:port`) accepted besides the listen address; the
+    /// same list is checked against a request's `Origin`.
+    pub allowed_hosts: Vec<String>,
+    /// How long a client may take to send a request's headers.
+    pub header_read_timeout: Duration,
+    /// How long a connection may sit with no request in progress and no traffic.
+    pub idle_timeout: Duration,
+    /// Connections served at once (at least 1).
+    pub max_connections: usize,
+    /// This instance's id in a shared store; `host:port` when `None`.
+    pub instance_id: Option<String>,
+    /// How long this instance's runs stay its own without a heartbeat (it heartbeats three
+    /// times per lease); others mark them `interrupted` after that.
+    pub lease: Duration,
+    /// Trace events waiting to be written before runs wait for the store (at least 1).
+    pub event_queue: usize,
 }
 
 impl Default for ServerConfig {
@@ -39,6 +67,14 @@ impl Default for ServerConfig {
             body_limit: DEFAULT_BODY_LIMIT,
             max_concurrent_model_calls: DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
             shutdown_deadline: DEFAULT_SHUTDOWN_DEADLINE,
+            allow_insecure: false,
+            allowed_hosts: Vec::new(),
+            header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            idle_timeout: DEFAULT_IDLE_TIMEOUT,
+            max_connections: DEFAULT_MAX_CONNECTIONS,
+            instance_id: None,
+            lease: DEFAULT_LEASE,
+            event_queue: DEFAULT_EVENT_QUEUE,
         }
     }
 }
@@ -55,6 +91,14 @@ impl std::fmt::Debug for ServerConfig {
                 &self.max_concurrent_model_calls,
             )
             .field("shutdown_deadline", &self.shutdown_deadline)
+            .field("allow_insecure", &self.allow_insecure)
+            .field("allowed_hosts", &self.allowed_hosts)
+            .field("header_read_timeout", &self.header_read_timeout)
+            .field("idle_timeout", &self.idle_timeout)
+            .field("max_connections", &self.max_connections)
+            .field("instance_id", &self.instance_id)
+            .field("lease", &self.lease)
+            .field("event_queue", &self.event_queue)
             .finish()
     }
 }

@@ -5,9 +5,13 @@
 //! - [`router`] is the API (`POST /v1/runs`, `GET /v1/runs`, `GET /v1/runs/{id}`,
 //!   `GET /v1/runs/{id}/events`), `/healthz`, `/metrics`, `/openapi.json` and the dashboard
 //!   at `/`; [`serve`] binds it and shuts down gracefully on SIGTERM/SIGINT.
-//! - [`open_store`] opens the SQLite store (WAL, embedded migrations) behind the
-//!   [`RunStore`] trait. A run is stored when it starts, its events as they happen, its report
-//!   when it ends.
+//! - [`open_store`] opens the SQLite store (WAL, embedded migrations), or with the `postgres`
+//!   feature a Postgres store that several instances share, behind the [`RunStore`] trait. A
+//!   run is stored when it starts, its events before any client sees them, its report when it
+//!   ends.
+//! - Without an API key the server listens only on loopback; it checks `Host` and `Origin`,
+//!   takes only JSON bodies, sends security headers, bounds connections and their timeouts,
+//!   and logs one line per request (see `docs/service.md`).
 //!
 //! ```no_run
 //! # async fn demo(agent: corrigible::Agent) -> Result<(), Box<dyn std::error::Error>> {
@@ -24,23 +28,29 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod access_log;
 mod auth;
 mod body;
 mod config;
+mod connections;
 mod dashboard;
 pub mod errors;
+mod lease;
 pub mod metrics;
 mod models;
+mod origin;
 mod request;
 mod routes;
 mod runner;
+mod security_headers;
 mod server;
 mod state;
 pub mod store;
 
 pub use config::{
-    DEFAULT_ADDR, DEFAULT_BODY_LIMIT, DEFAULT_DB, DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
-    DEFAULT_SHUTDOWN_DEADLINE, ServerConfig,
+    DEFAULT_ADDR, DEFAULT_BODY_LIMIT, DEFAULT_DB, DEFAULT_EVENT_QUEUE, DEFAULT_HEADER_READ_TIMEOUT,
+    DEFAULT_IDLE_TIMEOUT, DEFAULT_LEASE, DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
+    DEFAULT_MAX_CONNECTIONS, DEFAULT_SHUTDOWN_DEADLINE, ServerConfig,
 };
 pub use errors::ApiError;
 pub use models::{LimitedModel, ModelFactory, factory_for_spec, replay_factory, shared_factory};

@@ -1,15 +1,21 @@
 //! Serving: bind, recover runs a crash left in flight, serve, and shut down gracefully.
 
 use std::future::Future;
+use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
+use axum::middleware::from_fn_with_state;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 
 use crate::config::ServerConfig;
+use crate::connections::{ConnectionLimits, serve_connections};
+use crate::origin::{HostPolicy, check_host};
 use crate::routes::router;
 use crate::state::AppState;
 use crate::store::StoreError;
+use crate::{access_log, lease};
 
 /// How long open connections may go on once the runs are done or interrupted.
 const CONNECTION_GRACE: Duration = Duration::from_secs(5);
@@ -25,6 +31,16 @@ pub enum ServerError {
         /// Why.
         #[source]
         source: std::io::Error,
+    },
+    /// A non-loopback address without an API key, and no explicit opt-in.
+    #[error(
+        "refusing to serve on {addr} without an API key: anyone who can reach it could start \
+         runs. Set --api-key (or CORRIGIBLE_API_KEY), listen on 127.0.0.1, or pass \
+         --insecure-no-auth to accept the risk"
+    )]
+    Insecure {
+        /// The address.
+        addr: String,
     },
     /// Serving failed.
     #[error("server error: {0}")]
@@ -47,55 +63,82 @@ pub async fn serve_until(
     state: AppState,
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
+    if let Ok(addrs) = tokio::net::lookup_host(&config.addr).await {
+        for addr in addrs {
+            check_exposure(addr, &state, &config)?;
+        }
+    }
     let listener = TcpListener::bind(&config.addr)
         .await
         .map_err(|source| ServerError::Bind {
             addr: config.addr.clone(),
             source,
         })?;
-    serve_listener(listener, state, config.shutdown_deadline, signal).await
+    serve_listener(listener, state, config, signal).await
+}
+
+/// Refuses a non-loopback address when no API key is set, unless `allow_insecure`.
+fn check_exposure(
+    addr: SocketAddr,
+    state: &AppState,
+    config: &ServerConfig,
+) -> Result<(), ServerError> {
+    if addr.ip().is_loopback() || state.api_key.is_some() || config.allow_insecure {
+        return Ok(());
+    }
+    Err(ServerError::Insecure {
+        addr: addr.to_string(),
+    })
 }
 
 /// Serves on an already bound listener (tests bind port 0) until `signal`, with the same
-/// start-up recovery and graceful shutdown as [`serve`].
+/// checks, limits, start-up recovery and graceful shutdown as [`serve`] (`config.addr` is
+/// ignored: the listener's address is used).
 pub async fn serve_listener(
     listener: TcpListener,
     state: AppState,
-    shutdown_deadline: Duration,
+    config: ServerConfig,
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    let recovered = state.store().interrupt_in_flight().await?;
+    let local = listener.local_addr()?;
+    check_exposure(local, &state, &config)?;
+    let instance = config
+        .instance_id
+        .clone()
+        .unwrap_or_else(|| lease::default_instance_id(local));
+    state.runner.set_instance(&instance);
+    let recovered = lease::start(state.store().as_ref(), &instance, config.lease).await?;
     if recovered > 0 {
         tracing::warn!(
             runs = recovered,
             "runs left in flight by a crash marked interrupted"
         );
     }
-    if let Ok(addr) = listener.local_addr() {
-        tracing::info!(%addr, "corrigible server listening");
-    }
+    let heartbeat = lease::spawn(state.store().clone(), instance.clone(), config.lease);
+    tracing::info!(addr = %local, instance, "corrigible server listening");
     let (stop_tx, stop_rx) = watch::channel(false);
     let draining = state.clone();
+    let shutdown_deadline = config.shutdown_deadline;
     tokio::spawn(async move {
         signal.await;
         tracing::info!("shutting down: no new runs");
         draining.shutdown(shutdown_deadline).await;
         let _ = stop_tx.send(true);
     });
-    let server = axum::serve(listener, router(state.clone()))
-        .with_graceful_shutdown(stopped(stop_rx.clone()));
-    tokio::select! {
-        result = server => result?,
-        () = async { stopped(stop_rx).await; tokio::time::sleep(CONNECTION_GRACE).await } => {
-            tracing::warn!("connections still open after the grace period; closing them");
-        }
-    }
+    let hosts = Arc::new(HostPolicy::new(local, &config.allowed_hosts));
+    let app = router(state)
+        .layer(from_fn_with_state(hosts, check_host))
+        .layer(axum::middleware::from_fn(access_log::log_request));
+    let limits = ConnectionLimits {
+        header_read_timeout: config.header_read_timeout,
+        idle_timeout: config.idle_timeout,
+        max_connections: config.max_connections,
+        grace: CONNECTION_GRACE,
+    };
+    serve_connections(listener, app, limits, stop_rx).await;
+    heartbeat.abort();
     tracing::info!("server stopped");
     Ok(())
-}
-
-async fn stopped(mut rx: watch::Receiver<bool>) {
-    let _ = rx.wait_for(|stopped| *stopped).await;
 }
 
 /// Completes on SIGINT (Ctrl-C) or, on Unix, SIGTERM.

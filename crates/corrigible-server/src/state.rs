@@ -33,12 +33,17 @@ impl AppState {
     ) -> Self {
         let metrics = Metrics::new();
         let model_name: Arc<str> = models().name().into();
+        let instance = config
+            .instance_id
+            .clone()
+            .unwrap_or_else(|| format!("unbound-{}", uuid::Uuid::now_v7()));
         let runner = Runner::new(
             agent,
             models,
             store,
-            config.max_concurrent_model_calls,
+            (config.max_concurrent_model_calls, config.event_queue),
             metrics.clone(),
+            &instance,
         );
         Self {
             runner: Arc::new(runner),
@@ -61,6 +66,16 @@ impl AppState {
     /// The run store.
     pub fn store(&self) -> &Arc<dyn RunStore> {
         self.runner.store()
+    }
+
+    /// The id this instance's runs are stored under in a shared store.
+    pub fn instance_id(&self) -> String {
+        self.runner.instance().to_string()
+    }
+
+    /// Trace events waiting to be written to the store.
+    pub fn events_queued(&self) -> usize {
+        self.runner.events_queued()
     }
 
     /// Runs executing now.

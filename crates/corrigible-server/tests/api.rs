@@ -166,6 +166,7 @@ async fn bodies_above_the_limit_are_413() {
     let response = server
         .client
         .post(server.url("/v1/runs"))
+        .header("content-type", "application/json")
         .body(reqwest::Body::wrap_stream(futures_util::stream::iter(
             chunks,
         )))

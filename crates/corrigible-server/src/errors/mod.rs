@@ -3,11 +3,14 @@
 
 mod bad_gateway;
 mod bad_request;
+mod forbidden;
 mod internal;
+mod method_not_allowed;
 mod not_found;
 mod payload_too_large;
 mod unauthorized;
 mod unavailable;
+mod unsupported_media_type;
 
 use axum::Json;
 use axum::http::StatusCode;
@@ -16,11 +19,14 @@ use serde_json::{Map, Value};
 
 pub use bad_gateway::BadGateway;
 pub use bad_request::BadRequest;
+pub use forbidden::Forbidden;
 pub use internal::InternalError;
+pub use method_not_allowed::MethodNotAllowed;
 pub use not_found::NotFound;
 pub use payload_too_large::PayloadTooLarge;
 pub use unauthorized::Unauthorized;
 pub use unavailable::ServiceUnavailable;
+pub use unsupported_media_type::UnsupportedMediaType;
 
 /// Any error an API route can answer with.
 #[derive(Debug, thiserror::Error)]
@@ -31,12 +37,21 @@ pub enum ApiError {
     /// 401: an API key is configured and the bearer token is missing or wrong.
     #[error(transparent)]
     Unauthorized(#[from] Unauthorized),
+    /// 403: the `Host` or `Origin` is not allowed.
+    #[error(transparent)]
+    Forbidden(#[from] Forbidden),
     /// 404: no such run or route.
     #[error(transparent)]
     NotFound(#[from] NotFound),
+    /// 405: the route does not take this method.
+    #[error(transparent)]
+    MethodNotAllowed(#[from] MethodNotAllowed),
     /// 413: the body is larger than the limit.
     #[error(transparent)]
     PayloadTooLarge(#[from] PayloadTooLarge),
+    /// 415: the body is not JSON.
+    #[error(transparent)]
+    UnsupportedMediaType(#[from] UnsupportedMediaType),
     /// 500: the server failed (e.g. its store).
     #[error(transparent)]
     Internal(#[from] InternalError),
@@ -59,8 +74,11 @@ impl IntoResponse for ApiError {
         match self {
             ApiError::BadRequest(e) => e.into_response(),
             ApiError::Unauthorized(e) => e.into_response(),
+            ApiError::Forbidden(e) => e.into_response(),
             ApiError::NotFound(e) => e.into_response(),
+            ApiError::MethodNotAllowed(e) => e.into_response(),
             ApiError::PayloadTooLarge(e) => e.into_response(),
+            ApiError::UnsupportedMediaType(e) => e.into_response(),
             ApiError::Internal(e) => e.into_response(),
             ApiError::BadGateway(e) => e.into_response(),
             ApiError::Unavailable(e) => e.into_response(),

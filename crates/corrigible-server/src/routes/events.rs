@@ -1,12 +1,14 @@
 //! `GET /v1/runs/{id}/events`: Server-Sent Events, one per trace event as it happens. A run
 //! in progress sends its events so far, then each new one; a finished run replays its
-//! events. Either way the stream ends with an `end` event `{"status": …}` and closes.
+//! events. A run in progress on another instance sharing the store is followed by polling
+//! the store. Either way the stream ends with an `end` event `{"status": …}` and closes.
 //! `Last-Event-ID` resumes after that sequence number.
 
 use std::convert::Infallible;
 use std::sync::Arc;
+use std::time::Duration;
 
-use axum::extract::{Path, State};
+use axum::extract::State;
 use axum::http::HeaderMap;
 use axum::response::sse::{Event, KeepAlive, KeepAliveStream, Sse};
 use futures_util::Stream;
@@ -16,10 +18,14 @@ use tokio::sync::mpsc;
 use tokio_stream::StreamExt;
 use tokio_stream::wrappers::ReceiverStream;
 
+use super::run_path::RunPath;
 use crate::errors::{ApiError, NotFound};
 use crate::runner::live::{LiveEvent, LiveRun};
 use crate::state::AppState;
 use crate::store::RunStatus;
+
+/// How often a run executing on another instance is polled in the store.
+const POLL: Duration = Duration::from_millis(100);
 
 type EventStream =
     Sse<KeepAliveStream<std::pin::Pin<Box<dyn Stream<Item = Result<Event, Infallible>> + Send>>>>;
@@ -27,7 +33,7 @@ type EventStream =
 /// `GET /v1/runs/{id}/events`.
 pub(super) async fn stream(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    RunPath(id): RunPath,
     headers: HeaderMap,
 ) -> Result<EventStream, ApiError> {
     let after = headers
@@ -46,16 +52,7 @@ pub(super) async fn stream(
                 .get_run(&id)
                 .await?
                 .ok_or_else(|| NotFound::Run(id.clone()))?;
-            let events = state.store().events(&id, after).await?;
-            tokio::spawn(async move {
-                for e in events {
-                    let event = sse(e.seq, &e.kind, &e.data);
-                    if tx.send(event).await.is_err() {
-                        return;
-                    }
-                }
-                let _ = tx.send(end(record.summary.status)).await;
-            });
+            tokio::spawn(follow_stored(state, id, record.summary.status, after, tx));
         }
     }
     let stream = ReceiverStream::new(rx).map(Ok::<_, Infallible>);
@@ -105,6 +102,48 @@ async fn follow_live(
         _ => status.unwrap_or(RunStatus::Interrupted),
     };
     let _ = tx.send(end(status)).await;
+}
+
+/// Sends a stored run's events; while it is `running` (on another instance), polls the store
+/// for new ones until it ends. Events are stored before its ending, so none is missed.
+async fn follow_stored(
+    state: AppState,
+    id: String,
+    mut status: RunStatus,
+    mut last: u64,
+    tx: mpsc::Sender<Event>,
+) {
+    loop {
+        let events = match state.store().events(&id, last).await {
+            Ok(events) => events,
+            Err(error) => {
+                tracing::error!(%error, run_id = id, "could not read a run's events");
+                return;
+            }
+        };
+        for e in events {
+            last = e.seq;
+            if tx.send(sse(e.seq, &e.kind, &e.data)).await.is_err() {
+                return;
+            }
+        }
+        if status != RunStatus::Running {
+            let _ = tx.send(end(status)).await;
+            return;
+        }
+        tokio::select! {
+            () = tokio::time::sleep(POLL) => {}
+            () = tx.closed() => return,
+        }
+        status = match state.store().get_run(&id).await {
+            Ok(Some(record)) => record.summary.status,
+            Ok(None) => RunStatus::Interrupted,
+            Err(error) => {
+                tracing::error!(%error, run_id = id, "could not read a run");
+                return;
+            }
+        };
+    }
 }
 
 /// Sends one event; `false` when the client is gone.

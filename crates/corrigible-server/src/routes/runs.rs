@@ -3,13 +3,15 @@
 use axum::Json;
 use axum::body::Body;
 use axum::extract::rejection::QueryRejection;
-use axum::extract::{Path, Query, State};
+use axum::extract::{Query, State};
 use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 
-use crate::body::read_limited;
+use super::run_path::RunPath;
+use crate::access_log::RunIdExt;
+use crate::body::{read_limited, require_json};
 use crate::errors::{ApiError, BadRequest, NotFound, ServiceUnavailable};
 use crate::request::RunRequest;
 use crate::state::AppState;
@@ -30,19 +32,25 @@ pub(super) async fn create(
     if state.is_shutting_down() {
         return Err(ServiceUnavailable::ShuttingDown.into());
     }
+    require_json(&headers)?;
     let bytes = read_limited(&headers, body, state.body_limit).await?;
     let plan = RunRequest::parse(&bytes)?.validate(state.agent())?;
     let started = state.runner.start(plan).await?;
-    let location = HeaderValue::from_str(&format!("/v1/runs/{}", started.run_id)).ok();
+    let run_id = started.run_id.clone();
+    let location = HeaderValue::from_str(&format!("/v1/runs/{run_id}")).ok();
     let mut response = if prefers_async(&headers) {
-        let body = json!({"run_id": started.run_id, "status": "running"});
+        let body = json!({"run_id": run_id, "status": "running"});
         (StatusCode::ACCEPTED, Json(body)).into_response()
     } else {
-        Json(started.report().await?).into_response()
+        match started.report().await {
+            Ok(report) => Json(report).into_response(),
+            Err(error) => error.into_response(),
+        }
     };
     if let Some(location) = location {
         response.headers_mut().insert(header::LOCATION, location);
     }
+    response.extensions_mut().insert(RunIdExt(run_id));
     Ok(response)
 }
 
@@ -97,7 +105,7 @@ pub(super) async fn list(
 /// `GET /v1/runs/{id}`: the run's summary and, once finished, its report.
 pub(super) async fn get(
     State(state): State<AppState>,
-    Path(id): Path<String>,
+    RunPath(id): RunPath,
 ) -> Result<Json<RunRecord>, ApiError> {
     state
         .store()

@@ -1,18 +1,20 @@
 //! Executing runs: the run row first, then the agent loop in its own task with the server's
 //! sink, then the ending; and the shutdown that waits for runs and interrupts the rest.
 
+mod gate;
 mod inflight;
 pub(crate) mod live;
 mod sink;
 mod writer;
 
-use std::sync::Arc;
+use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use corrigible::{Agent, Model, RunError, RunOptions, RunReport};
 use tokio::sync::Semaphore;
 use tokio::task::JoinHandle;
 
+use self::gate::GatedModel;
 use self::inflight::InFlight;
 use self::live::{LiveRun, LiveRuns};
 use self::sink::ServerSink;
@@ -53,6 +55,7 @@ pub(crate) struct Runner {
     live: LiveRuns,
     inflight: InFlight,
     metrics: Metrics,
+    instance: RwLock<Arc<str>>,
 }
 
 impl Runner {
@@ -60,19 +63,40 @@ impl Runner {
         agent: Arc<Agent>,
         models: ModelFactory,
         store: Arc<dyn RunStore>,
-        max_concurrent_model_calls: usize,
+        limits: (usize, usize),
         metrics: Metrics,
+        instance: &str,
     ) -> Self {
+        let (max_concurrent_model_calls, event_queue) = limits;
         Self {
             agent,
             models,
             permits: Arc::new(Semaphore::new(max_concurrent_model_calls.max(1))),
-            writer: StoreWriter::spawn(store.clone()),
+            writer: StoreWriter::spawn(store.clone(), event_queue),
             store,
             live: LiveRuns::default(),
             inflight: InFlight::default(),
             metrics,
+            instance: RwLock::new(instance.into()),
         }
+    }
+
+    /// The id this instance's runs are stored under.
+    pub(crate) fn instance(&self) -> Arc<str> {
+        self.instance
+            .read()
+            .unwrap_or_else(|p| p.into_inner())
+            .clone()
+    }
+
+    /// Sets the id this instance's runs are stored under (before serving).
+    pub(crate) fn set_instance(&self, id: &str) {
+        *self.instance.write().unwrap_or_else(|p| p.into_inner()) = id.into();
+    }
+
+    /// Trace events waiting to be written.
+    pub(crate) fn events_queued(&self) -> usize {
+        self.writer.queued()
     }
 
     /// The agent whose runs this is.
@@ -107,14 +131,17 @@ impl Runner {
         if !self.inflight.enter(&run_id) {
             return Err(ServiceUnavailable::ShuttingDown.into());
         }
-        let model: Arc<dyn Model> =
+        self.writer.room().await;
+        let limited: Arc<dyn Model> =
             Arc::new(LimitedModel::new((self.models)(), self.permits.clone()));
+        let model: Arc<dyn Model> = Arc::new(GatedModel::new(limited, self.writer.clone()));
         let new_run = NewRun {
             id: run_id.clone(),
             created_at: now_ms(),
             prompt: plan.prompt.clone(),
             model: model.name().to_string(),
             protocol: protocol_name(self.agent.protocol()).to_string(),
+            owner: self.instance().to_string(),
         };
         if let Err(error) = self.store.insert_run(&new_run).await {
             self.inflight.leave(&run_id);

@@ -1,20 +1,20 @@
-//! The server's trace sink: each event goes to the store writer, to the run's live
-//! subscribers and to the metrics, as it happens.
+//! The server's trace sink: each event goes to the metrics, then to the store writer, which
+//! shows it to the run's live subscribers once it is stored.
 
-use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
 
 use corrigible::{TraceEvent, TraceSink};
 
-use super::live::{LiveEvent, LiveRun};
-use super::writer::StoreWriter;
+use super::live::LiveRun;
+use super::writer::{QueuedEvent, StoreWriter};
 use crate::metrics::Metrics;
 use crate::store::{StoredEvent, now_ms};
 
 /// Sends one run's events to the store, its live subscribers and the metrics.
 pub(crate) struct ServerSink {
     run_id: String,
-    seq: AtomicU64,
+    /// The last sequence number; held while an event is queued, so events queue in order.
+    seq: Mutex<u64>,
     writer: StoreWriter,
     live: Arc<LiveRun>,
     metrics: Metrics,
@@ -29,7 +29,7 @@ impl ServerSink {
     ) -> Self {
         Self {
             run_id: run_id.to_string(),
-            seq: AtomicU64::new(0),
+            seq: Mutex::new(0),
             writer,
             live,
             metrics,
@@ -55,7 +55,6 @@ pub(crate) fn event_kind(event: &TraceEvent) -> &'static str {
 
 impl TraceSink for ServerSink {
     fn event(&self, event: &TraceEvent) {
-        let seq = self.seq.fetch_add(1, Ordering::SeqCst) + 1;
         let kind = event_kind(event);
         let data = match serde_json::to_string(event) {
             Ok(data) => data,
@@ -65,17 +64,18 @@ impl TraceSink for ServerSink {
             }
         };
         self.metrics.event(event);
-        self.writer.event(StoredEvent {
-            run_id: self.run_id.clone(),
-            seq,
-            kind: kind.to_string(),
-            at: now_ms(),
-            data: data.clone(),
-        });
-        self.live.publish(LiveEvent {
-            seq,
+        let mut seq = self.seq.lock().unwrap_or_else(|p| p.into_inner());
+        *seq += 1;
+        self.writer.event(QueuedEvent {
+            stored: StoredEvent {
+                run_id: self.run_id.clone(),
+                seq: *seq,
+                kind: kind.to_string(),
+                at: now_ms(),
+                data,
+            },
             kind,
-            data: data.into(),
+            live: self.live.clone(),
         });
     }
 }

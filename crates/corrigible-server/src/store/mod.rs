@@ -1,20 +1,28 @@
 //! The run store: runs, their trace events as they happen, and their reports.
 //!
-//! [`RunStore`] is the small interface the server needs; [`SqliteStore`] implements it (WAL,
-//! embedded migrations). A Postgres backend can follow by implementing the same trait and
-//! adding its URL scheme to [`open_store`].
+//! [`RunStore`] is the small interface the server needs. `SqliteStore` (the embedded
+//! default: WAL, embedded migrations) and `PostgresStore` (several instances on one
+//! database; cargo feature `postgres`) implement it and pass the same test suite. Each run belongs to the instance
+//! that executes it; instances renew a lease with [`RunStore::heartbeat`], and the runs of an
+//! instance whose lease expired are marked `interrupted` by the others.
 
 mod error;
+#[cfg(feature = "postgres")]
+mod postgres;
 mod record;
 mod sqlite;
+mod totals;
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 
 pub use error::StoreError;
+#[cfg(feature = "postgres")]
+pub use postgres::PostgresStore;
 pub use record::{NewRun, RunEnd, RunRecord, RunStatus, RunSummary, StoredEvent, now_ms};
 pub use sqlite::SqliteStore;
+pub use totals::Totals;
 
 /// Where runs and their events are kept.
 ///
@@ -22,19 +30,27 @@ pub use sqlite::SqliteStore;
 /// and ended after them. Implementations must be safe to share between tasks.
 #[async_trait]
 pub trait RunStore: Send + Sync {
-    /// Records a run that is starting (status `running`).
+    /// Records a run that is starting (status `running`), owned by `run.owner`.
     async fn insert_run(&self, run: &NewRun) -> Result<(), StoreError>;
 
     /// Appends trace events (of one or more runs), atomically.
     async fn append_events(&self, events: &[StoredEvent]) -> Result<(), StoreError>;
 
-    /// Records how a run ended: its report, its failure, or its interruption.
+    /// Records how a run ended: its report, its failure, or its interruption (which keeps
+    /// the model calls, tool calls, corrections and tokens its stored events show).
     async fn end_run(&self, run_id: &str, end: &RunEnd, finished_at: i64)
     -> Result<(), StoreError>;
 
-    /// Marks every run still `running` as `interrupted` (start-up after a crash); returns how
-    /// many were marked.
-    async fn interrupt_in_flight(&self) -> Result<u64, StoreError>;
+    /// Renews the lease of `instance`: it is alive now.
+    async fn heartbeat(&self, instance: &str) -> Result<(), StoreError>;
+
+    /// Marks `interrupted` every run still `running` whose owner is not `instance` and has
+    /// not renewed its lease for `lease_ms`; returns how many were marked.
+    async fn interrupt_orphans(&self, instance: &str, lease_ms: i64) -> Result<u64, StoreError>;
+
+    /// Marks `interrupted` every run still `running` owned by `instance` (at start-up: a
+    /// previous process with the same id crashed); returns how many were marked.
+    async fn interrupt_owned(&self, instance: &str) -> Result<u64, StoreError>;
 
     /// Runs, newest first, older than the run `before` when given.
     async fn list_runs(
@@ -52,13 +68,16 @@ pub trait RunStore: Send + Sync {
 
 /// Opens the store at `url` and applies its migrations.
 ///
-/// `url` is a SQLite URL (`sqlite:runs.db`, `sqlite::memory:`) or a plain file path
-/// (`corrigible.db`), created when missing.
+/// `url` is a Postgres URL (`postgres://user@host/db`), a SQLite URL (`sqlite:runs.db`,
+/// `sqlite::memory:`) or a plain file path (`corrigible.db`, created when missing).
 pub async fn open_store(url: &str) -> Result<Arc<dyn RunStore>, StoreError> {
     let url = url.trim();
     if url.starts_with("postgres:") || url.starts_with("postgresql:") {
+        #[cfg(feature = "postgres")]
+        return Ok(Arc::new(PostgresStore::open(url).await?));
+        #[cfg(not(feature = "postgres"))]
         return Err(StoreError::Unsupported(
-            "postgres: only SQLite is built in so far; use a file path or a `sqlite:` URL".into(),
+            "postgres: this build lacks the `postgres` feature of corrigible-server".into(),
         ));
     }
     Ok(Arc::new(SqliteStore::open(url).await?))

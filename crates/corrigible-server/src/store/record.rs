@@ -63,6 +63,8 @@ pub struct NewRun {
     pub model: String,
     /// The decision protocol (`json` or `native`).
     pub protocol: String,
+    /// The instance executing it.
+    pub owner: String,
 }
 
 /// How a run ended.

@@ -7,7 +7,10 @@ use async_trait::async_trait;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 
-use super::{NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoredEvent};
+use super::{
+    NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoredEvent, Totals,
+    now_ms,
+};
 
 /// Columns of a run summary, in the order [`summary`] reads them.
 const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, model, protocol, \
@@ -50,13 +53,60 @@ impl SqliteStore {
         }
         .connect_with(options)
         .await?;
-        sqlx::migrate!("./migrations").run(&pool).await?;
+        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
         Ok(Self { pool })
     }
 
     /// Closes every connection (checkpointing the WAL).
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+}
+
+impl SqliteStore {
+    /// Marks runs `interrupted` with the totals of their events, at their last event's time.
+    async fn interrupt_all(&self, ids: &[String]) -> Result<u64, StoreError> {
+        let mut marked = 0;
+        for id in ids {
+            let events = self.events(id, 0).await?;
+            let at = events.iter().map(|e| e.at).max().unwrap_or_else(now_ms);
+            if self
+                .interrupt_counted(id, &Totals::from_events(&events), at)
+                .await?
+            {
+                marked += 1;
+            }
+        }
+        Ok(marked)
+    }
+
+    async fn interrupt(&self, id: &str, totals: &Totals, at: i64) -> Result<(), StoreError> {
+        self.interrupt_counted(id, totals, at).await.map(|_| ())
+    }
+
+    /// `true` when the run was still running and is now interrupted.
+    async fn interrupt_counted(
+        &self,
+        id: &str,
+        totals: &Totals,
+        at: i64,
+    ) -> Result<bool, StoreError> {
+        let result = sqlx::query(
+            "UPDATE runs SET status = 'interrupted', finished_at = ?, \
+             duration_ms = (? - created_at), model_calls = ?, tool_calls = ?, corrections = ?, \
+             input_tokens = ?, output_tokens = ? WHERE id = ? AND status = 'running'",
+        )
+        .bind(at)
+        .bind(at)
+        .bind(i64::from(totals.model_calls))
+        .bind(i64::from(totals.tool_calls))
+        .bind(i64::from(totals.corrections))
+        .bind(int(totals.input_tokens))
+        .bind(int(totals.output_tokens))
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected() > 0)
     }
 }
 
@@ -103,14 +153,15 @@ fn int(value: u64) -> i64 {
 impl RunStore for SqliteStore {
     async fn insert_run(&self, run: &NewRun) -> Result<(), StoreError> {
         sqlx::query(
-            "INSERT INTO runs (id, created_at, status, prompt, model, protocol) \
-             VALUES (?, ?, 'running', ?, ?, ?)",
+            "INSERT INTO runs (id, created_at, status, prompt, model, protocol, owner) \
+             VALUES (?, ?, 'running', ?, ?, ?, ?)",
         )
         .bind(&run.id)
         .bind(run.created_at)
         .bind(&run.prompt)
         .bind(&run.model)
         .bind(&run.protocol)
+        .bind(&run.owner)
         .execute(&self.pool)
         .await?;
         Ok(())
@@ -173,26 +224,46 @@ impl RunStore for SqliteStore {
             .bind(kind)
             .bind(error)
             .bind(finished_at),
-            RunEnd::Interrupted => sqlx::query(
-                "UPDATE runs SET status = 'interrupted', finished_at = ?, \
-                 duration_ms = (? - created_at) WHERE id = ? AND status = 'running'",
-            )
-            .bind(finished_at)
-            .bind(finished_at),
+            RunEnd::Interrupted => {
+                let totals = Totals::from_events(&self.events(run_id, 0).await?);
+                return self.interrupt(run_id, &totals, finished_at).await;
+            }
         };
         query.bind(run_id).execute(&self.pool).await?;
         Ok(())
     }
 
-    async fn interrupt_in_flight(&self) -> Result<u64, StoreError> {
-        let result = sqlx::query(
-            "UPDATE runs SET status = 'interrupted', \
-             finished_at = COALESCE((SELECT MAX(at) FROM events WHERE events.run_id = runs.id), \
-             created_at) WHERE status = 'running'",
+    async fn heartbeat(&self, instance: &str) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO instances (id, heartbeat_at) VALUES (?, ?) \
+             ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at",
         )
+        .bind(instance)
+        .bind(now_ms())
         .execute(&self.pool)
         .await?;
-        Ok(result.rows_affected())
+        Ok(())
+    }
+
+    async fn interrupt_orphans(&self, instance: &str, lease_ms: i64) -> Result<u64, StoreError> {
+        let ids: Vec<String> = sqlx::query_scalar(
+            "SELECT id FROM runs WHERE status = 'running' AND owner <> ? AND owner NOT IN \
+             (SELECT id FROM instances WHERE heartbeat_at >= ?)",
+        )
+        .bind(instance)
+        .bind(now_ms().saturating_sub(lease_ms))
+        .fetch_all(&self.pool)
+        .await?;
+        self.interrupt_all(&ids).await
+    }
+
+    async fn interrupt_owned(&self, instance: &str) -> Result<u64, StoreError> {
+        let ids: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM runs WHERE status = 'running' AND owner = ?")
+                .bind(instance)
+                .fetch_all(&self.pool)
+                .await?;
+        self.interrupt_all(&ids).await
     }
 
     async fn list_runs(

@@ -2,6 +2,9 @@
 //! `sleep` tool that makes runs last as long as a test needs.
 #![allow(dead_code)]
 
+#[cfg(feature = "postgres")]
+pub mod postgres;
+
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -96,6 +99,10 @@ pub struct Options {
     pub deadline: Duration,
     /// The database URL; a fresh file in a temporary directory when `None`.
     pub db: Option<String>,
+    /// The lease of the server's runs (short, so tests see crashed runs recovered quickly).
+    pub lease: Duration,
+    /// Changes to the server configuration.
+    pub configure: fn(&mut ServerConfig),
 }
 
 impl Options {
@@ -107,6 +114,8 @@ impl Options {
             body_limit: corrigible_server::DEFAULT_BODY_LIMIT,
             deadline: Duration::from_secs(5),
             db: None,
+            lease: Duration::from_secs(1),
+            configure: |_| {},
         }
     }
 }
@@ -138,14 +147,16 @@ impl TestServer {
             }
         };
         let replay = ReplayModel::from_str(&options.replay).expect("replay parses");
-        let config = ServerConfig {
+        let mut config = ServerConfig {
             addr: "127.0.0.1:0".into(),
             db: db.clone(),
             api_key: options.api_key,
             body_limit: options.body_limit,
             shutdown_deadline: options.deadline,
+            lease: options.lease,
             ..ServerConfig::default()
         };
+        (options.configure)(&mut config);
         let store = open_store(&db).await.expect("store opens");
         let state = AppState::new(agent(&replay), replay_factory(replay), store, &config);
         let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
@@ -154,9 +165,8 @@ impl TestServer {
         let base = format!("http://{}", listener.local_addr().expect("address"));
         let (stop, stopped) = oneshot::channel::<()>();
         let serving = state.clone();
-        let deadline = options.deadline;
         let handle = tokio::spawn(async move {
-            serve_listener(listener, serving, deadline, async {
+            serve_listener(listener, serving, config, async {
                 let _ = stopped.await;
             })
             .await
@@ -210,6 +220,21 @@ impl TestServer {
     pub fn take_dir(&mut self) -> Option<tempfile::TempDir> {
         self._dir.take()
     }
+}
+
+/// Waits until the async `check` holds, polling every 20 ms, for at most 20 s.
+pub async fn eventually_async<F, Fut>(mut check: F)
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = bool>,
+{
+    for _ in 0..1000 {
+        if check().await {
+            return;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    panic!("condition not reached within 20 s");
 }
 
 /// Waits until `check` holds, polling every 10 ms, for at most 10 s.

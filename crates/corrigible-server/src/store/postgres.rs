@@ -1,0 +1,314 @@
+//! The Postgres run store: several server instances share one database. Lease times use the
+//! database's clock, so the instances' clocks need not agree.
+
+use std::time::Duration;
+
+use async_trait::async_trait;
+use sqlx::Row;
+use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+
+use super::{
+    NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoredEvent, Totals,
+    now_ms,
+};
+
+/// Columns of a run summary, in the order [`summary`] reads them.
+const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, model, protocol, \
+     satisfied, stop_reason, corrections, tool_calls, model_calls, input_tokens, output_tokens, \
+     duration_ms, error_kind, error";
+
+/// The database's clock in unix milliseconds.
+const DB_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+
+/// Connections per instance.
+const POOL_SIZE: u32 = 16;
+
+/// A [`RunStore`] in a Postgres database.
+#[derive(Debug, Clone)]
+pub struct PostgresStore {
+    pool: PgPool,
+}
+
+impl PostgresStore {
+    /// Connects to `url` (`postgres://user:password@host:port/database`) and applies the
+    /// embedded migrations (concurrent instances take turns through sqlx's migration lock).
+    pub async fn open(url: &str) -> Result<Self, StoreError> {
+        let pool = PgPoolOptions::new()
+            .max_connections(POOL_SIZE)
+            .acquire_timeout(Duration::from_secs(10))
+            .connect(url)
+            .await?;
+        sqlx::migrate!("./migrations/postgres").run(&pool).await?;
+        Ok(Self { pool })
+    }
+
+    /// Closes every connection.
+    pub async fn close(&self) {
+        self.pool.close().await;
+    }
+
+    /// Marks runs `interrupted` with the totals of their events, at their last event's time.
+    async fn interrupt_all(&self, ids: &[String]) -> Result<u64, StoreError> {
+        let mut marked = 0;
+        for id in ids {
+            let events = self.events(id, 0).await?;
+            let at = events.iter().map(|e| e.at).max().unwrap_or_else(now_ms);
+            if self
+                .interrupt(id, &Totals::from_events(&events), at)
+                .await?
+            {
+                marked += 1;
+            }
+        }
+        Ok(marked)
+    }
+
+    /// `true` when the run was still running and is now interrupted.
+    async fn interrupt(&self, id: &str, totals: &Totals, at: i64) -> Result<bool, StoreError> {
+        let result = sqlx::query(
+            "UPDATE runs SET status = 'interrupted', finished_at = $1, \
+             duration_ms = ($1 - created_at)::double precision, model_calls = $2, \
+             tool_calls = $3, corrections = $4, input_tokens = $5, output_tokens = $6 \
+             WHERE id = $7 AND status = 'running'",
+        )
+        .bind(at)
+        .bind(i64::from(totals.model_calls))
+        .bind(i64::from(totals.tool_calls))
+        .bind(i64::from(totals.corrections))
+        .bind(int(totals.input_tokens))
+        .bind(int(totals.output_tokens))
+        .bind(id)
+        .execute(&self.pool)
+        .await?;
+        Ok(result.rows_affected() > 0)
+    }
+}
+
+fn summary(row: &PgRow) -> Result<RunSummary, StoreError> {
+    let status: String = row.try_get("status")?;
+    let status = RunStatus::parse(&status)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown run status `{status}`")))?;
+    let count = |name: &str| -> Result<u32, StoreError> {
+        let value: i64 = row.try_get(name)?;
+        Ok(u32::try_from(value).unwrap_or(u32::MAX))
+    };
+    let tokens = |name: &str| -> Result<u64, StoreError> {
+        let value: i64 = row.try_get(name)?;
+        Ok(u64::try_from(value).unwrap_or(0))
+    };
+    Ok(RunSummary {
+        id: row.try_get("id")?,
+        status,
+        created_at: row.try_get("created_at")?,
+        finished_at: row.try_get("finished_at")?,
+        prompt: row.try_get("prompt")?,
+        model: row.try_get("model")?,
+        protocol: row.try_get("protocol")?,
+        satisfied: row.try_get("satisfied")?,
+        stop_reason: row.try_get("stop_reason")?,
+        corrections: count("corrections")?,
+        tool_calls: count("tool_calls")?,
+        model_calls: count("model_calls")?,
+        input_tokens: tokens("input_tokens")?,
+        output_tokens: tokens("output_tokens")?,
+        duration_ms: row.try_get("duration_ms")?,
+        error_kind: row.try_get("error_kind")?,
+        error: row.try_get("error")?,
+    })
+}
+
+/// Postgres integers are signed: saturate large counters instead of wrapping.
+fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+#[async_trait]
+impl RunStore for PostgresStore {
+    async fn insert_run(&self, run: &NewRun) -> Result<(), StoreError> {
+        sqlx::query(
+            "INSERT INTO runs (id, created_at, status, prompt, model, protocol, owner) \
+             VALUES ($1, $2, 'running', $3, $4, $5, $6)",
+        )
+        .bind(&run.id)
+        .bind(run.created_at)
+        .bind(&run.prompt)
+        .bind(&run.model)
+        .bind(&run.protocol)
+        .bind(&run.owner)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn append_events(&self, events: &[StoredEvent]) -> Result<(), StoreError> {
+        if events.is_empty() {
+            return Ok(());
+        }
+        let run_ids: Vec<&str> = events.iter().map(|e| e.run_id.as_str()).collect();
+        let seqs: Vec<i64> = events.iter().map(|e| int(e.seq)).collect();
+        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+        let ats: Vec<i64> = events.iter().map(|e| e.at).collect();
+        let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+        sqlx::query(
+            "INSERT INTO events (run_id, seq, kind, at, data) \
+             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) \
+             ON CONFLICT DO NOTHING",
+        )
+        .bind(run_ids)
+        .bind(seqs)
+        .bind(kinds)
+        .bind(ats)
+        .bind(data)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn end_run(
+        &self,
+        run_id: &str,
+        end: &RunEnd,
+        finished_at: i64,
+    ) -> Result<(), StoreError> {
+        let query = match end {
+            RunEnd::Finished(report) => {
+                let json = serde_json::to_string(report)
+                    .map_err(|e| StoreError::Corrupt(format!("report: {e}")))?;
+                let usage = report.usage;
+                sqlx::query(
+                    "UPDATE runs SET status = 'finished', finished_at = $1, satisfied = $2, \
+                     stop_reason = $3, corrections = $4, tool_calls = $5, model_calls = $6, \
+                     input_tokens = $7, output_tokens = $8, duration_ms = $9, report = $10 \
+                     WHERE id = $11",
+                )
+                .bind(finished_at)
+                .bind(report.satisfied)
+                .bind(report.stop_reason.as_str())
+                .bind(i64::from(usage.corrections))
+                .bind(i64::from(usage.tool_calls))
+                .bind(i64::from(usage.model_calls))
+                .bind(int(usage.input_tokens))
+                .bind(int(usage.output_tokens))
+                .bind(report.duration_ms)
+                .bind(json)
+            }
+            RunEnd::Failed { kind, error } => sqlx::query(
+                "UPDATE runs SET status = 'failed', finished_at = $1, error_kind = $2, \
+                 error = $3, duration_ms = ($1 - created_at)::double precision WHERE id = $4",
+            )
+            .bind(finished_at)
+            .bind(kind)
+            .bind(error),
+            RunEnd::Interrupted => {
+                let totals = Totals::from_events(&self.events(run_id, 0).await?);
+                return self
+                    .interrupt(run_id, &totals, finished_at)
+                    .await
+                    .map(|_| ());
+            }
+        };
+        query.bind(run_id).execute(&self.pool).await?;
+        Ok(())
+    }
+
+    async fn heartbeat(&self, instance: &str) -> Result<(), StoreError> {
+        sqlx::query(&format!(
+            "INSERT INTO instances (id, heartbeat_at) VALUES ($1, {DB_NOW_MS}) \
+             ON CONFLICT (id) DO UPDATE SET heartbeat_at = excluded.heartbeat_at"
+        ))
+        .bind(instance)
+        .execute(&self.pool)
+        .await?;
+        Ok(())
+    }
+
+    async fn interrupt_orphans(&self, instance: &str, lease_ms: i64) -> Result<u64, StoreError> {
+        let ids: Vec<String> = sqlx::query_scalar(&format!(
+            "SELECT id FROM runs WHERE status = 'running' AND owner <> $1 AND owner NOT IN \
+             (SELECT id FROM instances WHERE heartbeat_at >= {DB_NOW_MS} - $2)"
+        ))
+        .bind(instance)
+        .bind(lease_ms)
+        .fetch_all(&self.pool)
+        .await?;
+        self.interrupt_all(&ids).await
+    }
+
+    async fn interrupt_owned(&self, instance: &str) -> Result<u64, StoreError> {
+        let ids: Vec<String> =
+            sqlx::query_scalar("SELECT id FROM runs WHERE status = 'running' AND owner = $1")
+                .bind(instance)
+                .fetch_all(&self.pool)
+                .await?;
+        self.interrupt_all(&ids).await
+    }
+
+    async fn list_runs(
+        &self,
+        limit: u32,
+        before: Option<&str>,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        let rows = match before {
+            Some(before) => {
+                sqlx::query(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM runs WHERE id < $1 ORDER BY id DESC LIMIT $2"
+                ))
+                .bind(before)
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?
+            }
+            None => {
+                sqlx::query(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM runs ORDER BY id DESC LIMIT $1"
+                ))
+                .bind(i64::from(limit))
+                .fetch_all(&self.pool)
+                .await?
+            }
+        };
+        rows.iter().map(summary).collect()
+    }
+
+    async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let row = sqlx::query(&format!(
+            "SELECT {SUMMARY_COLUMNS}, report FROM runs WHERE id = $1"
+        ))
+        .bind(run_id)
+        .fetch_optional(&self.pool)
+        .await?;
+        let Some(row) = row else { return Ok(None) };
+        let report: Option<String> = row.try_get("report")?;
+        let report = report
+            .map(|json| serde_json::from_str(&json))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("report of run {run_id}: {e}")))?;
+        Ok(Some(RunRecord {
+            summary: summary(&row)?,
+            report,
+        }))
+    }
+
+    async fn events(&self, run_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        let rows = sqlx::query(
+            "SELECT run_id, seq, kind, at, data FROM events WHERE run_id = $1 AND seq > $2 \
+             ORDER BY seq",
+        )
+        .bind(run_id)
+        .bind(int(after))
+        .fetch_all(&self.pool)
+        .await?;
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.try_get("seq")?;
+                Ok(StoredEvent {
+                    run_id: row.try_get("run_id")?,
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    kind: row.try_get("kind")?,
+                    at: row.try_get("at")?,
+                    data: row.try_get("data")?,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,189 @@
+//! One test suite that every run store passes: SQLite (always) and Postgres (when
+//! `CORRIGIBLE_TEST_POSTGRES_URL` names a server; required in CI).
+
+mod common;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use corrigible_server::open_store;
+use corrigible_server::store::{NewRun, RunEnd, RunStatus, RunStore, StoredEvent, now_ms};
+
+fn new_run(id: &str, owner: &str) -> NewRun {
+    NewRun {
+        id: id.into(),
+        created_at: now_ms(),
+        prompt: format!("prompt of {id}"),
+        model: "replay".into(),
+        protocol: "json".into(),
+        owner: owner.into(),
+    }
+}
+
+fn event(run_id: &str, seq: u64, kind: &str, data: &str) -> StoredEvent {
+    StoredEvent {
+        run_id: run_id.into(),
+        seq,
+        kind: kind.into(),
+        at: now_ms(),
+        data: data.into(),
+    }
+}
+
+const MODEL_CALL: &str = r#"{"type":"model_call","record":{"stage":"1.0","latency_ms":1.0,"input_tokens":100,"output_tokens":7}}"#;
+
+async fn runs_are_stored_listed_and_paged(store: &dyn RunStore) {
+    for id in ["run-01", "run-02", "run-03"] {
+        store.insert_run(&new_run(id, "a")).await.unwrap();
+    }
+    let page = store.list_runs(2, None).await.unwrap();
+    let ids: Vec<&str> = page.iter().map(|r| r.id.as_str()).collect();
+    assert_eq!(ids, ["run-03", "run-02"]);
+    let rest = store.list_runs(2, Some("run-02")).await.unwrap();
+    assert_eq!(rest.len(), 1);
+    assert_eq!(rest[0].id, "run-01");
+    let run = store.get_run("run-02").await.unwrap().unwrap();
+    assert_eq!(run.summary.status, RunStatus::Running);
+    assert_eq!(run.summary.prompt, "prompt of run-02");
+    assert!(run.report.is_none());
+    assert!(store.get_run("nope").await.unwrap().is_none());
+    assert!(store.get_run("x' OR '1'='1").await.unwrap().is_none());
+    assert!(store.insert_run(&new_run("run-01", "a")).await.is_err());
+}
+
+async fn events_append_in_order_once(store: &dyn RunStore) {
+    store.insert_run(&new_run("ev", "a")).await.unwrap();
+    store
+        .append_events(&[
+            event("ev", 1, "run_started", "{}"),
+            event("ev", 2, "model_call", MODEL_CALL),
+        ])
+        .await
+        .unwrap();
+    // A repeated event (a retried batch) is kept once.
+    store
+        .append_events(&[
+            event("ev", 2, "model_call", MODEL_CALL),
+            event("ev", 3, "decision", "{\"ü\":\"✓\"}"),
+        ])
+        .await
+        .unwrap();
+    store.append_events(&[]).await.unwrap();
+    let all = store.events("ev", 0).await.unwrap();
+    let seqs: Vec<u64> = all.iter().map(|e| e.seq).collect();
+    assert_eq!(seqs, [1, 2, 3]);
+    assert_eq!(all[2].data, "{\"ü\":\"✓\"}");
+    assert_eq!(store.events("ev", 2).await.unwrap().len(), 1);
+    assert!(store.events("none", 0).await.unwrap().is_empty());
+}
+
+async fn endings_are_recorded(store: &dyn RunStore) {
+    store.insert_run(&new_run("failed", "a")).await.unwrap();
+    let failed = RunEnd::Failed {
+        kind: "transport".into(),
+        error: "connection refused".into(),
+    };
+    store.end_run("failed", &failed, now_ms()).await.unwrap();
+    let run = store.get_run("failed").await.unwrap().unwrap();
+    assert_eq!(run.summary.status, RunStatus::Failed);
+    assert_eq!(run.summary.error_kind.as_deref(), Some("transport"));
+    assert!(run.summary.finished_at.is_some());
+    // An interruption keeps what the events show.
+    store.insert_run(&new_run("cut", "a")).await.unwrap();
+    store
+        .append_events(&[
+            event("cut", 1, "run_started", "{}"),
+            event("cut", 2, "model_call", MODEL_CALL),
+            event("cut", 3, "rejection", "{}"),
+            event("cut", 4, "model_call", MODEL_CALL),
+            event("cut", 5, "tool_call", "{}"),
+        ])
+        .await
+        .unwrap();
+    store
+        .end_run("cut", &RunEnd::Interrupted, now_ms())
+        .await
+        .unwrap();
+    let run = store.get_run("cut").await.unwrap().unwrap().summary;
+    assert_eq!(run.status, RunStatus::Interrupted);
+    assert_eq!(
+        (run.model_calls, run.tool_calls, run.corrections),
+        (2, 1, 1)
+    );
+    assert_eq!((run.input_tokens, run.output_tokens), (200, 14));
+    // An interruption does not overwrite an ending.
+    store
+        .end_run("failed", &RunEnd::Interrupted, now_ms())
+        .await
+        .unwrap();
+    let run = store.get_run("failed").await.unwrap().unwrap();
+    assert_eq!(run.summary.status, RunStatus::Failed);
+}
+
+async fn leases_protect_live_owners_only(store: &dyn RunStore) {
+    // `a` owns the runs the other steps left running, and stays alive.
+    store.heartbeat("a").await.unwrap();
+    store.heartbeat("alive").await.unwrap();
+    store.heartbeat("dead").await.unwrap();
+    store
+        .insert_run(&new_run("of-alive", "alive"))
+        .await
+        .unwrap();
+    store.insert_run(&new_run("of-dead", "dead")).await.unwrap();
+    store
+        .insert_run(&new_run("of-nobody", "never-heartbeat"))
+        .await
+        .unwrap();
+    store.insert_run(&new_run("of-me", "me")).await.unwrap();
+    store
+        .append_events(&[event("of-dead", 1, "model_call", MODEL_CALL)])
+        .await
+        .unwrap();
+    // Fresh leases: only the run of an instance that never took one is an orphan.
+    assert_eq!(store.interrupt_orphans("me", 60_000).await.unwrap(), 1);
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    store.heartbeat("alive").await.unwrap();
+    store.heartbeat("a").await.unwrap();
+    // `dead` stopped renewing its lease; `alive` renewed it; `me` is never swept by itself.
+    assert_eq!(store.interrupt_orphans("me", 300).await.unwrap(), 1);
+    let status =
+        |run: &'static str| async move { store.get_run(run).await.unwrap().unwrap().summary };
+    assert_eq!(status("of-alive").await.status, RunStatus::Running);
+    let dead = status("of-dead").await;
+    assert_eq!(dead.status, RunStatus::Interrupted);
+    assert_eq!(dead.model_calls, 1);
+    assert_eq!(status("of-nobody").await.status, RunStatus::Interrupted);
+    assert_eq!(status("of-me").await.status, RunStatus::Running);
+    // At start-up an instance takes back the runs a previous process with its id left.
+    assert_eq!(store.interrupt_owned("me").await.unwrap(), 1);
+    assert_eq!(status("of-me").await.status, RunStatus::Interrupted);
+    assert_eq!(store.interrupt_owned("me").await.unwrap(), 0);
+}
+
+async fn suite(store: Arc<dyn RunStore>) {
+    runs_are_stored_listed_and_paged(store.as_ref()).await;
+    events_append_in_order_once(store.as_ref()).await;
+    endings_are_recorded(store.as_ref()).await;
+    leases_protect_live_owners_only(store.as_ref()).await;
+}
+
+#[tokio::test]
+async fn sqlite_passes_the_store_suite() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("suite.db").display().to_string();
+    suite(open_store(&db).await.unwrap()).await;
+}
+
+#[tokio::test]
+async fn sqlite_in_memory_passes_the_store_suite() {
+    suite(open_store("sqlite::memory:").await.unwrap()).await;
+}
+
+#[cfg(feature = "postgres")]
+#[tokio::test]
+async fn postgres_passes_the_store_suite() {
+    let Some(url) = common::postgres::fresh_database().await else {
+        return;
+    };
+    suite(open_store(&url).await.unwrap()).await;
+}
