@@ -1,0 +1,311 @@
+//! End to end against a real OpenAI-compatible server: llama-cpp-python's
+//! (`python -m llama_cpp.server`, from PyPI) serving the embedded model's GGUF on 127.0.0.1.
+//!
+//! The server's Python is `CORRIGIBLE_LLAMA_PYTHON` (default `python3`). Under CI (`CI=true`)
+//! a missing server fails these tests; elsewhere they are skipped with a message.
+//!
+//! The model is tiny, so these tests assert what the server and the client must get right
+//! whatever it answers: every request is accepted, a forced correction round yields a native
+//! call of the forced tool, its history goes back without error, and a dead server is a
+//! transport error.
+
+use std::io::{Read, Write};
+use std::net::{TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Output, Stdio};
+use std::time::{Duration, Instant};
+
+use corrigible::decision::final_answer_spec;
+use corrigible::{
+    Category, CorrectionContext, Message, MessageKind, Model, ModelError, ModelRequest, Protocol,
+    Stage, ToolSpec,
+};
+use corrigible_models::{OpenAiModel, ProviderOptions};
+use serde_json::{Value, json};
+
+const STARTUP: Duration = Duration::from_secs(180);
+
+/// A running `llama_cpp.server`, killed on drop.
+struct LlamaServer {
+    child: Child,
+    base_url: String,
+}
+
+impl Drop for LlamaServer {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+fn python() -> String {
+    std::env::var("CORRIGIBLE_LLAMA_PYTHON")
+        .ok()
+        .filter(|p| !p.is_empty())
+        .unwrap_or_else(|| "python3".into())
+}
+
+fn in_ci() -> bool {
+    std::env::var("CI").is_ok_and(|v| v == "true" || v == "1")
+}
+
+/// Skips (returns `None`) when the server package or the model file is missing, except under
+/// CI, where that is a failure.
+fn prerequisites() -> Option<PathBuf> {
+    let import = Command::new(python())
+        .args(["-c", "import llama_cpp.server"])
+        .output();
+    let missing = match import {
+        Ok(out) if out.status.success() => None,
+        Ok(out) => Some(String::from_utf8_lossy(&out.stderr).into_owned()),
+        Err(e) => Some(e.to_string()),
+    };
+    if let Some(why) = missing {
+        let message = format!(
+            "llama-cpp-python's server is not importable by `{}` ({}): install it with \
+             `pip install 'llama-cpp-python[server]'` or set CORRIGIBLE_LLAMA_PYTHON",
+            python(),
+            why.trim()
+        );
+        assert!(!in_ci(), "{message}");
+        eprintln!("skipped: {message}");
+        return None;
+    }
+    match corrigible_local::resolve_model_path() {
+        Ok(path) => Some(path),
+        Err(e) => {
+            assert!(!in_ci(), "{e}");
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .unwrap_or_else(|e| panic!("no free port: {e}"))
+}
+
+async fn start(model: &std::path::Path) -> LlamaServer {
+    let port = free_port();
+    let child = Command::new(python())
+        .args(["-m", "llama_cpp.server", "--model"])
+        .arg(model)
+        .args(["--host", "127.0.0.1", "--port", &port.to_string()])
+        .args(["--n_ctx", "8192", "--n_threads", "1", "--seed", "7"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", python()));
+    let mut server = LlamaServer {
+        child,
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+    };
+    let started = Instant::now();
+    loop {
+        if let Ok(Some(status)) = server.child.try_wait() {
+            panic!("llama_cpp.server exited at startup: {status}");
+        }
+        if models_listed(port) {
+            return server;
+        }
+        assert!(
+            started.elapsed() < STARTUP,
+            "llama_cpp.server not ready after {STARTUP:?}"
+        );
+        tokio::time::sleep(Duration::from_millis(250)).await;
+    }
+}
+
+/// Whether `GET /v1/models` answers 200.
+fn models_listed(port: u16) -> bool {
+    let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
+        return false;
+    };
+    let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
+    let request =
+        format!("GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+    if stream.write_all(request.as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    stream.read_exact(&mut head).is_ok() && head.ends_with(b"200")
+}
+
+fn corrigible(server: &str, args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args([
+            "run",
+            "--model",
+            "openai:smollm2",
+            "--base-url",
+            server,
+            "--json",
+        ])
+        .args([
+            "--tools",
+            "calculator",
+            "--max-corrections",
+            "1",
+            "--max-actions",
+            "2",
+        ])
+        .args(args)
+        .arg("What is 1234 * 5678?")
+        .env("NO_COLOR", "1")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("CORRIGIBLE_LOG")
+        .output()
+        .unwrap_or_else(|e| panic!("the binary runs: {e}"))
+}
+
+/// A run that the server answered throughout: exit 0 or 1 (a run that ended, satisfied or
+/// not), a JSON report, and every model call answered.
+fn answered(out: &Output) -> Value {
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        matches!(out.status.code(), Some(0 | 1)),
+        "exit {:?}: {stderr}",
+        out.status.code()
+    );
+    let report: Value = serde_json::from_slice(&out.stdout)
+        .unwrap_or_else(|e| panic!("{e}: {}", String::from_utf8_lossy(&out.stdout)));
+    assert_ne!(report["stop_reason"], "transport_error", "{report}");
+    assert!(
+        report["model_calls"]
+            .as_array()
+            .is_some_and(|c| !c.is_empty()),
+        "{report}"
+    );
+    report
+}
+
+fn calculator() -> ToolSpec {
+    ToolSpec {
+        name: "calculator".into(),
+        description: "Evaluates an arithmetic expression.".into(),
+        parameters: json!({
+            "type": "object",
+            "properties": {"expression": {"type": "string"}},
+            "required": ["expression"],
+            "additionalProperties": false
+        }),
+        grounded: Vec::new(),
+    }
+}
+
+fn forced(tool: &str) -> CorrectionContext {
+    CorrectionContext {
+        category: Category::InvalidToolInput,
+        rejected_reply: "{}".into(),
+        tool: Some(tool.into()),
+        failed_actions: Vec::new(),
+        round: 1,
+        repeated_in_slot: 0,
+        facts: Vec::new(),
+        cover_tools: Vec::new(),
+        done_actions: Vec::new(),
+        no_numbers_yet: false,
+        budget_spent: false,
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_real_openai_compatible_server() {
+    let Some(model_file) = prerequisites() else {
+        return;
+    };
+    let server = start(&model_file).await;
+    let url = server.base_url.clone();
+
+    let report = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || answered(&corrigible(&url, &["--protocol", "json"]))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!("json protocol: {}", report["stop_reason"]);
+
+    for examples in [&[][..], &["--no-examples"][..]] {
+        let report = tokio::task::spawn_blocking({
+            let url = url.clone();
+            move || {
+                let mut args = vec!["--protocol", "native"];
+                args.extend_from_slice(examples);
+                answered(&corrigible(&url, &args))
+            }
+        })
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+        eprintln!("native {examples:?}: {}", report["stop_reason"]);
+        if report["satisfied"] == true {
+            let summary = report["final_summary"].as_str().unwrap_or_default();
+            assert!(
+                !summary.contains("\"name\"") || !summary.contains("calculator"),
+                "a tool call written as text passed as the answer: {summary}"
+            );
+        }
+    }
+
+    let options = ProviderOptions {
+        base_url: Some(url.clone()),
+        ..ProviderOptions::default()
+    };
+    let model = OpenAiModel::new("smollm2", options).unwrap_or_else(|e| panic!("{e}"));
+    let mut request = ModelRequest {
+        stage: Stage::new(1, 1),
+        messages: vec![
+            Message::system("You are a careful agent. Use the tools."),
+            Message::request("What is 1234 * 5678?"),
+        ],
+        tools: vec![calculator(), final_answer_spec()],
+        protocol: Protocol::Native,
+        correction: Some(forced("calculator")),
+        grounds: Default::default(),
+    };
+    let reply = model
+        .complete(&request)
+        .await
+        .unwrap_or_else(|e| panic!("forced round: {e}"));
+    let [call] = reply.tool_calls.as_slice() else {
+        panic!("tool_choice forces one calculator call, got {reply:?}");
+    };
+    assert_eq!(call.name, "calculator");
+    let arguments: Value =
+        serde_json::from_str(&call.arguments).unwrap_or_else(|e| panic!("{e}: {}", call.arguments));
+    assert!(arguments["expression"].is_string(), "{arguments}");
+
+    request.correction = None;
+    request.stage = Stage::new(2, 0);
+    request.messages.extend([
+        Message::assistant(MessageKind::Reply, "", reply.tool_calls.clone()),
+        Message::tool_result(
+            &call.id,
+            "calculator",
+            "7006652",
+            false,
+            MessageKind::ToolResult,
+        ),
+    ]);
+    model
+        .complete(&request)
+        .await
+        .unwrap_or_else(|e| panic!("a history with a call-only assistant message: {e}"));
+
+    drop(server);
+    match model.complete(&request).await {
+        Err(ModelError::Transport(message)) => eprintln!("dead server: {message}"),
+        other => panic!("a killed server must be a transport error, got {other:?}"),
+    }
+    let out = tokio::task::spawn_blocking(move || corrigible(&url, &["--protocol", "native"]))
+        .await
+        .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(
+        out.status.code(),
+        Some(3),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}
