@@ -346,7 +346,10 @@ fn recorded_reply(api: Api, body: &Value) -> (Vec<(Option<String>, String, Value
                 .iter()
                 .map(|c| {
                     (
-                        c["id"].as_str().map(String::from),
+                        c["id"]
+                            .as_str()
+                            .filter(|id| !id.is_empty())
+                            .map(String::from),
                         text_of(&c["function"]["name"]),
                         arguments(&c["function"]["arguments"]),
                     )
@@ -361,7 +364,10 @@ fn recorded_reply(api: Api, body: &Value) -> (Vec<(Option<String>, String, Value
                 .filter(|b| b["type"] == "tool_use")
                 .map(|b| {
                     (
-                        b["id"].as_str().map(String::from),
+                        b["id"]
+                            .as_str()
+                            .filter(|id| !id.is_empty())
+                            .map(String::from),
                         text_of(&b["name"]),
                         b["input"].clone(),
                     )
@@ -381,7 +387,10 @@ fn recorded_reply(api: Api, body: &Value) -> (Vec<(Option<String>, String, Value
                 .filter_map(|p| p.get("functionCall"))
                 .map(|f| {
                     (
-                        f["id"].as_str().map(String::from),
+                        f["id"]
+                            .as_str()
+                            .filter(|id| !id.is_empty())
+                            .map(String::from),
                         text_of(&f["name"]),
                         f["args"].clone(),
                     )
