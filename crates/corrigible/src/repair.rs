@@ -1,8 +1,9 @@
 //! Safe local repair of unambiguous JSON damage, with no model call.
 //!
-//! Only three cases are repaired: a JSON object inside markdown code fences, one JSON object
-//! surrounded by prose, and trailing commas before `}` or `]`. Anything else (two candidate
-//! objects, a truncated object, single quotes, comments) is left for a correction.
+//! Only these cases are repaired: a JSON object inside markdown code fences, one JSON object
+//! surrounded by prose, trailing commas before `}` or `]`, and JSON whose every quote is
+//! HTML-escaped. Anything else (two candidate objects, a truncated object, single quotes,
+//! comments) is left for a correction.
 
 use serde::{Deserialize, Serialize};
 
@@ -16,6 +17,11 @@ pub enum RepairKind {
     SurroundingProse,
     /// A comma stood before a closing `}` or `]`.
     TrailingComma,
+    /// The JSON was HTML-escaped (`&#34;` for every `"`).
+    HtmlEscaped,
+    /// A native reply wrote one call of a registered tool as text; it was executed as that
+    /// call (see [`crate::decision::parse_text_call`]).
+    TextToolCall,
 }
 
 impl RepairKind {
@@ -25,6 +31,8 @@ impl RepairKind {
             RepairKind::CodeFence => "code_fence",
             RepairKind::SurroundingProse => "surrounding_prose",
             RepairKind::TrailingComma => "trailing_comma",
+            RepairKind::HtmlEscaped => "html_escaped",
+            RepairKind::TextToolCall => "text_tool_call",
         }
     }
 }
@@ -34,6 +42,10 @@ impl RepairKind {
 pub fn repair(text: &str) -> Option<(String, Vec<RepairKind>)> {
     let mut kinds = Vec::new();
     let mut current = text.trim().to_string();
+    if let Some(unescaped) = crate::decision::unescape_html(&current) {
+        kinds.push(RepairKind::HtmlEscaped);
+        current = unescaped;
+    }
     if let Some(inner) = unfence(&current) {
         kinds.push(RepairKind::CodeFence);
         current = inner;
@@ -166,6 +178,13 @@ mod tests {
         let (s, k) = repair("{\"a\": [1, 2,], \"b\": \",}\",}").unwrap();
         assert_eq!(s, "{\"a\": [1, 2], \"b\": \",}\"}");
         assert_eq!(k, vec![RepairKind::TrailingComma]);
+    }
+
+    #[test]
+    fn html_escaped_json() {
+        let (s, k) = repair("{&#34;state&#34;: &#34;final&#34;, &#34;n&#34;: [1,]}").unwrap();
+        assert_eq!(s, "{\"state\": \"final\", \"n\": [1]}");
+        assert_eq!(k, vec![RepairKind::HtmlEscaped, RepairKind::TrailingComma]);
     }
 
     #[test]

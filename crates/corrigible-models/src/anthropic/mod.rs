@@ -212,3 +212,40 @@ impl Model for AnthropicModel {
         Ok(reply)
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use corrigible::MessageKind;
+
+    use super::*;
+
+    #[test]
+    fn turns_alternate_and_carry_no_empty_text_block() {
+        let call = ToolCall {
+            id: "toolu_1".into(),
+            name: "calculator".into(),
+            arguments: "{\"expression\":\"2+2\"}".into(),
+        };
+        let messages = vec![
+            Message::system("s"),
+            Message::request("q"),
+            Message::assistant(MessageKind::Reply, "", vec![call]),
+            Message::tool_result("toolu_1", "calculator", "4", false, MessageKind::ToolResult),
+            Message::user(MessageKind::Feedback, "go on"),
+        ];
+        let (turns, system) = turns(&messages);
+        assert_eq!(system.as_deref(), Some("s"));
+        assert_eq!(
+            serde_json::to_value(&turns).unwrap_or_default(),
+            json!([
+                {"role": "user", "content": [{"type": "text", "text": "q"}]},
+                {"role": "assistant", "content": [{"type": "tool_use", "id": "toolu_1",
+                    "name": "calculator", "input": {"expression": "2+2"}}]},
+                {"role": "user", "content": [
+                    {"type": "tool_result", "tool_use_id": "toolu_1", "content": "4"},
+                    {"type": "text", "text": "go on"}
+                ]}
+            ])
+        );
+    }
+}

@@ -101,3 +101,46 @@ fn text_parts(content: &str) -> Vec<Part> {
         vec![text(content)]
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use corrigible::{MessageKind, ToolCall};
+
+    use super::*;
+
+    #[test]
+    fn calls_and_responses_are_objects_and_roles_alternate() {
+        let call = ToolCall {
+            id: "call_1".into(),
+            name: "calculator".into(),
+            arguments: "7".into(),
+        };
+        let messages = vec![
+            Message::system("s"),
+            Message::request("q"),
+            Message::assistant(MessageKind::Reply, "", vec![call]),
+            Message::tool_result(
+                "call_1",
+                "calculator",
+                "oops",
+                true,
+                MessageKind::ToolResult,
+            ),
+        ];
+        let (turns, system) = contents(&messages, |_| None);
+        assert_eq!(
+            serde_json::to_value(system).unwrap_or_default(),
+            json!({"parts": [{"text": "s"}]})
+        );
+        assert_eq!(
+            serde_json::to_value(&turns).unwrap_or_default(),
+            json!([
+                {"role": "user", "parts": [{"text": "q"}]},
+                {"role": "model", "parts": [{"functionCall": {"name": "calculator",
+                    "args": {"_raw": "7"}}}]},
+                {"role": "user", "parts": [{"functionResponse": {"name": "calculator",
+                    "response": {"error": "oops"}}}]}
+            ])
+        );
+    }
+}

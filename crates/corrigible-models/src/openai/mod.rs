@@ -174,7 +174,7 @@ fn content_text(content: &Value) -> Option<String> {
 fn message_out(message: &Message) -> ChatMessage {
     let plain = |role| ChatMessage {
         role,
-        content: Some(message.content.clone()),
+        content: message.content.clone(),
         tool_calls: Vec::new(),
         tool_call_id: None,
     };
@@ -190,8 +190,7 @@ fn message_out(message: &Message) -> ChatMessage {
         },
         Role::Assistant => ChatMessage {
             role: "assistant",
-            content: (!message.content.is_empty() || message.tool_calls.is_empty())
-                .then(|| message.content.clone()),
+            content: message.content.clone(),
             tool_calls: message
                 .tool_calls
                 .iter()
@@ -240,5 +239,72 @@ impl Model for OpenAiModel {
         let mut reply = self.reply(&answer.body)?;
         reply.transport_retries = answer.retries;
         Ok(reply)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use corrigible::MessageKind;
+
+    use super::*;
+
+    fn call(id: &str, arguments: &str) -> ToolCall {
+        ToolCall {
+            id: id.into(),
+            name: "calculator".into(),
+            arguments: arguments.into(),
+        }
+    }
+
+    fn wire(message: &Message) -> Value {
+        serde_json::to_value(message_out(message)).unwrap_or_default()
+    }
+
+    #[test]
+    fn a_call_only_assistant_message_has_empty_string_content() {
+        let message = Message::assistant(MessageKind::Reply, "", vec![call("c1", "{\"x\":1}")]);
+        assert_eq!(
+            wire(&message),
+            json!({"role": "assistant", "content": "", "tool_calls": [{
+                "id": "c1", "type": "function",
+                "function": {"name": "calculator", "arguments": "{\"x\":1}"}
+            }]})
+        );
+    }
+
+    #[test]
+    fn text_next_to_calls_and_text_alone_are_strings() {
+        let both = Message::assistant(MessageKind::Reply, "Checking.", vec![call("c1", "{}")]);
+        assert_eq!(wire(&both)["content"], json!("Checking."));
+        let empty = Message::assistant(MessageKind::Reply, "", Vec::new());
+        assert_eq!(wire(&empty), json!({"role": "assistant", "content": ""}));
+    }
+
+    #[test]
+    fn arguments_are_json_text_and_results_answer_their_id() {
+        let broken = Message::assistant(MessageKind::Reply, "", vec![call("c1", "{\"x\":")]);
+        let args = wire(&broken)["tool_calls"][0]["function"]["arguments"].clone();
+        let args: Value = serde_json::from_str(args.as_str().unwrap_or_default()).unwrap();
+        assert_eq!(args, json!({"_raw": "{\"x\":"}));
+        let result = Message::tool_result("c1", "calculator", "42", false, MessageKind::ToolResult);
+        assert_eq!(
+            wire(&result),
+            json!({"role": "tool", "content": "42", "tool_call_id": "c1"})
+        );
+    }
+
+    #[test]
+    fn no_message_of_a_conversation_carries_null() {
+        let messages = vec![
+            Message::system("s"),
+            Message::request("q"),
+            Message::assistant(MessageKind::Reply, "", vec![call("c1", "{}")]),
+            Message::tool_result("c1", "calculator", "", true, MessageKind::ToolResult),
+        ];
+        for message in answer_every_call(&messages) {
+            let value = wire(&message);
+            let object = value.as_object().cloned().unwrap_or_default();
+            assert!(object.values().all(|v| !v.is_null()), "{value}");
+        }
     }
 }

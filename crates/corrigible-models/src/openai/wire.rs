@@ -20,7 +20,11 @@ pub(crate) struct ChatRequest<'a> {
 #[derive(Debug, Serialize)]
 pub(crate) struct ChatMessage {
     pub role: &'static str,
-    pub content: Option<String>,
+    /// Always a string, `""` on an assistant message that only calls tools: the OpenAI API
+    /// takes `""`, `null` or no key there, but llama-cpp-python's server refuses `null` (its
+    /// request schema wants a string) and fails on a missing key (chat templates such as
+    /// SmolLM2's read `message['content']`).
+    pub content: String,
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub tool_calls: Vec<CallOut>,
     #[serde(skip_serializing_if = "Option::is_none")]

@@ -8,7 +8,9 @@ use super::history::History;
 use super::{Agent, RunError, RunOptions};
 use crate::context::estimate_tokens;
 use crate::coverage::{CoveredCall, Uncovered};
-use crate::decision::{Decision, Final, Parsed, final_answer_spec, parse_native, parse_text};
+use crate::decision::{
+    Decision, Final, Parsed, final_answer_spec, parse_native, parse_text, parse_text_call,
+};
 use crate::feedback::Feedback;
 use crate::fingerprint::fingerprint;
 use crate::model::{
@@ -396,6 +398,13 @@ impl<'a> Run<'a> {
                 parse_native(reply, repair)
             }
             Protocol::Json => vec![parse_text(text, repair)],
+            Protocol::Native if reply.tool_calls.is_empty() => {
+                let tools: Vec<&str> = self.specs.iter().map(|s| s.name.as_str()).collect();
+                match parse_text_call(text, &tools, repair) {
+                    Some(call) => vec![call],
+                    None => parse_native(reply, repair),
+                }
+            }
             Protocol::Native => parse_native(reply, repair),
         };
         for kind in parsed.iter().flat_map(|p| p.repairs.iter().copied()) {

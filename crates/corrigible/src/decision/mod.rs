@@ -1,15 +1,19 @@
 //! Decisions: what the model chose, parsed from either protocol and normalized.
 
+mod html_escaped;
 mod normalize;
 mod parse;
 mod schema;
+mod text_call;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+pub use html_escaped::{is_html_escaped, unescape_html};
 pub use normalize::normalize;
 pub use parse::{Parsed, parse_native, parse_text};
 pub use schema::{SchemaMode, allowed_schema, decision_schema, final_answer_spec, with_grounds};
+pub use text_call::parse_text_call;
 
 /// A request to execute one tool.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -34,7 +34,15 @@ fn parse_json(text: &str, allow_repair: bool) -> (Result<Value, Rejection>, Vec<
         Ok(v) => (Ok(v), Vec::new()),
         Err(first) => {
             let invalid = |e: &serde_json::Error| {
-                Rejection::new(Category::InvalidJson, format!("not valid JSON: {e}"))
+                let message = if super::is_html_escaped(text) {
+                    format!(
+                        "not valid JSON: your reply is HTML-escaped JSON (`&#34;` or `&quot;` \
+                         where `\"` belongs): write plain JSON with real double quotes ({e})"
+                    )
+                } else {
+                    format!("not valid JSON: {e}")
+                };
+                Rejection::new(Category::InvalidJson, message)
             };
             if !allow_repair {
                 return (Err(invalid(&first)), Vec::new());
@@ -94,7 +102,7 @@ pub fn parse_native(reply: &ModelReply, allow_repair: bool) -> Vec<Parsed> {
         .collect()
 }
 
-fn parse_call(call: &ToolCall, reason: &str, allow_repair: bool) -> Parsed {
+pub(super) fn parse_call(call: &ToolCall, reason: &str, allow_repair: bool) -> Parsed {
     let raw = if call.arguments.trim().is_empty() {
         "{}"
     } else {
@@ -176,6 +184,22 @@ mod tests {
             false,
         );
         assert_eq!(p.decision.unwrap_err().category, Category::InvalidJson);
+    }
+
+    #[test]
+    fn html_escaped_json_is_named_and_repaired() {
+        let escaped = "{&#34;state&#34;: &#34;final&#34;, &#34;satisfied&#34;: true, \
+                       &#34;final_summary&#34;: &#34;ok&#34;}";
+        let rejected = parse_text(escaped, false).decision.unwrap_err();
+        assert_eq!(rejected.category, Category::InvalidJson);
+        assert!(
+            rejected.message.contains("your reply is HTML-escaped JSON"),
+            "{}",
+            rejected.message
+        );
+        let repaired = parse_text(escaped, true);
+        assert!(repaired.decision.is_ok());
+        assert_eq!(repaired.repairs, vec![RepairKind::HtmlEscaped]);
     }
 
     #[test]
