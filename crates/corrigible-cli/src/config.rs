@@ -288,6 +288,21 @@ mod tests {
     }
 
     #[test]
+    fn the_profile_is_read_and_grounding_applies_over_it() {
+        let strict = parse("profile = \"strict\"\n").unwrap().policy().unwrap();
+        assert_eq!(strict.checks, corrigible::Checks::STRICT);
+        let precise = parse("").unwrap().policy().unwrap();
+        assert_eq!(precise.checks, corrigible::Checks::PRECISE);
+        let mixed = parse("profile = \"precise\"\ngrounding = \"values\"\n")
+            .unwrap()
+            .policy()
+            .unwrap();
+        assert!(mixed.checks.unstated_result && !mixed.checks.ungrounded_argument);
+        let err = parse("profile = \"lenient\"\n").unwrap_err().to_string();
+        assert!(err.contains("profile") && err.contains("lenient"), "{err}");
+    }
+
+    #[test]
     fn every_bound_is_read() {
         let config = parse(
             r#"

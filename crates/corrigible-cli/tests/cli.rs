@@ -318,3 +318,35 @@ fn the_transcript_has_one_line_per_model_call() {
             .contains("final")
     );
 }
+
+#[test]
+fn a_correct_tip_is_left_alone_by_default_and_sent_back_under_strict() {
+    const TIP: &str = r#"{"text": "{\"state\":\"action\",\"reason\":\"18% as a decimal\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"64.50 * 0.18\"}}"}"#;
+    const ANSWER: &str = r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"An 18% tip on $64.50 is $11.61.\"}"}"#;
+    let categories = |profile: Option<&str>| {
+        let file = replay(&[TIP, ANSWER, TIP, ANSWER]);
+        let model = spec(&file);
+        let mut args = vec!["run", "--model", &model, "--json", "--tools", "calculator"];
+        if let Some(p) = profile {
+            args.extend(["--profile", p]);
+        }
+        args.push("What's an 18% tip on a $64.50 bill?");
+        let out = corrigible(&args);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+        report["corrections"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|c| c["category"].as_str().unwrap().to_string())
+            .collect::<Vec<_>>()
+    };
+    assert!(categories(None).is_empty());
+    assert!(categories(Some("precise")).is_empty());
+    assert_eq!(categories(Some("strict")), vec!["ungrounded_argument"]);
+}
