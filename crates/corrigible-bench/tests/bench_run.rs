@@ -56,7 +56,11 @@ fn config(name: &str, faults: Option<FaultConfig>) -> BenchConfig {
     BenchConfig {
         suite: SuiteSpec::Tools(Some(path)),
         limit: None,
-        policies: PolicyKind::ALL.to_vec(),
+        policies: vec![
+            PolicyKind::OneShot,
+            PolicyKind::Repair,
+            PolicyKind::SelfCorrect,
+        ],
         protocol: Protocol::Json,
         faults,
         progress: false,

