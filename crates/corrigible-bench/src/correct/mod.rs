@@ -22,8 +22,7 @@ use serde::Serialize;
 pub use script::ScriptModel;
 pub use trajectory::{Mistake, Step, Trajectory};
 
-use crate::bfcl::BfclCategory;
-use crate::bfcl::BfclTask;
+use crate::bfcl::RecordingTool;
 use crate::error::BenchError;
 use crate::tools_suite::ToolsEnv;
 
@@ -223,15 +222,16 @@ fn protocol_name(protocol: Protocol) -> &'static str {
 /// The tools a trajectory offers: BFCL's schema-only functions, or the named built-ins.
 fn registry(trajectory: &Trajectory, env: &ToolsEnv) -> Result<ToolRegistry, BenchError> {
     if !trajectory.functions.is_empty() {
-        let task = BfclTask {
-            category: BfclCategory::Simple,
-            functions: trajectory.functions.clone(),
-            answer: Vec::new(),
-        };
-        return task.registry().map_err(|message| BenchError::Agent {
-            task: trajectory.id.clone(),
-            message,
-        });
+        let mut registry = ToolRegistry::new();
+        for function in &trajectory.functions {
+            registry
+                .register(Arc::new(RecordingTool::new(function)))
+                .map_err(|e| BenchError::Agent {
+                    task: trajectory.id.clone(),
+                    message: e.to_string(),
+                })?;
+        }
+        return Ok(registry);
     }
     for name in &trajectory.tools {
         if !env.registry.names().contains(&name.as_str()) {

@@ -1,6 +1,6 @@
 //! A model that gives a trajectory's replies in order, and gives up once it is corrected.
 
-use std::sync::Mutex;
+use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use corrigible::tool::FINAL_ANSWER;
@@ -17,7 +17,7 @@ use crate::bfcl::schema::tool_name;
 pub struct ScriptModel {
     replies: Vec<ModelReply>,
     give_up: ModelReply,
-    cursor: Mutex<usize>,
+    cursor: AtomicUsize,
 }
 
 impl ScriptModel {
@@ -68,7 +68,7 @@ impl ScriptModel {
         Self {
             replies,
             give_up: final_reply(protocol, false, "I cannot do better than my last reply."),
-            cursor: Mutex::new(0),
+            cursor: AtomicUsize::new(0),
         }
     }
 }
@@ -118,12 +118,11 @@ impl Model for ScriptModel {
         if request.correction.is_some() {
             return Ok(self.give_up.clone());
         }
-        let mut cursor = self
-            .cursor
-            .lock()
-            .map_err(|_| ModelError::Other("script cursor poisoned".into()))?;
-        let reply = self.replies.get(*cursor).cloned();
-        *cursor += 1;
-        Ok(reply.unwrap_or_else(|| self.give_up.clone()))
+        let next = self.cursor.fetch_add(1, Ordering::Relaxed);
+        Ok(self
+            .replies
+            .get(next)
+            .cloned()
+            .unwrap_or_else(|| self.give_up.clone()))
     }
 }
