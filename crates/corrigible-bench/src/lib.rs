@@ -9,10 +9,12 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+pub mod bare;
 pub mod bfcl;
 pub mod correct;
 mod error;
 pub mod faults;
+pub mod gsm8k;
 pub mod metrics;
 pub mod output;
 pub mod policy;

@@ -18,11 +18,23 @@ pub enum PolicyKind {
     SelfCorrect,
     /// As `self-correct`, under the `strict` profile: every evidence rule on.
     Strict,
+    /// No agent: the bare model, asked to think step by step and end with `Answer: N`, with
+    /// no tools, in one call (see [`crate::bare`]).
+    Bare,
 }
 
 impl PolicyKind {
     /// Every policy, in column order.
     pub const ALL: [PolicyKind; 4] = [
+        PolicyKind::OneShot,
+        PolicyKind::Repair,
+        PolicyKind::SelfCorrect,
+        PolicyKind::Strict,
+    ];
+
+    /// Every policy that can be named, the agent's and `bare`.
+    pub const NAMED: [PolicyKind; 5] = [
+        PolicyKind::Bare,
         PolicyKind::OneShot,
         PolicyKind::Repair,
         PolicyKind::SelfCorrect,
@@ -36,13 +48,19 @@ impl PolicyKind {
             PolicyKind::Repair => "repair",
             PolicyKind::SelfCorrect => "self-correct",
             PolicyKind::Strict => "strict",
+            PolicyKind::Bare => "bare",
         }
+    }
+
+    /// Whether runs under this policy go through the agent (all but `bare`).
+    pub fn is_agent(self) -> bool {
+        self != PolicyKind::Bare
     }
 
     /// The engine policy, with the task's bound on executed actions.
     pub fn policy(self, max_actions: u32) -> Policy {
         let mut policy = match self {
-            PolicyKind::OneShot => Policy::one_shot(),
+            PolicyKind::OneShot | PolicyKind::Bare => Policy::one_shot(),
             PolicyKind::Repair => Policy::repair_only(),
             PolicyKind::SelfCorrect => Policy::default(),
             PolicyKind::Strict => Policy {
@@ -65,11 +83,11 @@ impl FromStr for PolicyKind {
     type Err = String;
 
     fn from_str(s: &str) -> Result<Self, Self::Err> {
-        PolicyKind::ALL
+        PolicyKind::NAMED
             .into_iter()
             .find(|p| p.as_str() == s.trim())
             .ok_or_else(|| {
-                format!("unknown policy `{s}`: expected one-shot, repair, self-correct or strict")
+                format!("unknown policy `{s}`: expected bare, one-shot, repair, self-correct or strict")
             })
     }
 }
@@ -82,6 +100,8 @@ mod tests {
     fn parses_names_and_sets_bounds() {
         assert_eq!("repair".parse::<PolicyKind>(), Ok(PolicyKind::Repair));
         assert!("retry".parse::<PolicyKind>().is_err());
+        assert_eq!("bare".parse::<PolicyKind>(), Ok(PolicyKind::Bare));
+        assert!(!PolicyKind::Bare.is_agent());
         let one = PolicyKind::OneShot.policy(2);
         assert_eq!(one.limits.max_corrections, 0);
         assert!(!one.repair);

@@ -22,6 +22,9 @@ pub struct Variant {
     pub mode: Option<String>,
     /// The model for each run.
     pub factory: ModelFactory,
+    /// The model for `bare` runs when it differs (the embedded model decoding free text with
+    /// no thought phase); `factory` otherwise.
+    pub bare: Option<ModelFactory>,
 }
 
 impl Variant {
@@ -30,6 +33,25 @@ impl Variant {
         Self {
             mode: None,
             factory,
+            bare: None,
+        }
+    }
+
+    /// The same variant with its own model for `bare` runs.
+    pub fn with_bare(self, bare: ModelFactory) -> Self {
+        Self {
+            bare: Some(bare),
+            ..self
+        }
+    }
+
+    /// The mode label a run of `policy` gets: `bare` runs once per task, on the first
+    /// variant, under the label `-`.
+    fn label_for(&self, policy: PolicyKind) -> &str {
+        if policy.is_agent() {
+            self.mode_label()
+        } else {
+            "-"
         }
     }
 
@@ -77,7 +99,9 @@ pub async fn run_suite(
             "nothing to compare: give at least one policy and one model".into(),
         ));
     }
-    let total = (suite.tasks.len() * variants.len() * config.policies.len()) as u64;
+    let agent_policies = config.policies.iter().filter(|p| p.is_agent()).count();
+    let bare_runs = config.policies.len() - agent_policies;
+    let total = (suite.tasks.len() * (variants.len() * agent_policies + bare_runs)) as u64;
     let bar = progress::bar(total, config.progress);
     let mut results = Vec::new();
     for (index, task) in suite.tasks.iter().enumerate() {
@@ -93,9 +117,17 @@ pub async fn run_suite(
                 task: task.id.clone(),
                 message: e.to_string(),
             })?;
-        for variant in variants {
+        for (nth, variant) in variants.iter().enumerate() {
             for &policy in &config.policies {
-                bar.set_message(format!("{} {} {}", task.id, policy, variant.mode_label()));
+                if !policy.is_agent() && nth > 0 {
+                    continue;
+                }
+                bar.set_message(format!(
+                    "{} {} {}",
+                    task.id,
+                    policy,
+                    variant.label_for(policy)
+                ));
                 let model = (variant.factory)();
                 let faulty = config
                     .faults
@@ -105,14 +137,21 @@ pub async fn run_suite(
                     None => model,
                 };
                 let options = RunOptions {
-                    model: Some(run_model),
+                    model: Some(run_model.clone()),
                     policy: Some(policy.policy(task.max_actions)),
                     ..Default::default()
                 };
                 let started = Instant::now();
-                let outcome = agent.run_with(&task.prompt, options).await;
+                let outcome = if policy.is_agent() {
+                    agent.run_with(&task.prompt, options).await
+                } else {
+                    let bare = variant.bare.as_ref().map(|f| f()).unwrap_or(run_model);
+                    crate::bare::run(bare.as_ref(), &format!("bare-{}", task.id), &task.prompt)
+                        .await
+                        .map_err(RunError::Model)
+                };
                 let injected = faulty.map(|f| f.injected()).unwrap_or_default();
-                let mode = variant.mode_label();
+                let mode = variant.label_for(policy);
                 let result = match outcome {
                     Ok(report) => {
                         let grade = task.grade(&report);
@@ -143,9 +182,12 @@ pub async fn run_suite(
     }
     bar.finish_and_clear();
     let mut columns = Vec::new();
-    for variant in variants {
+    for (nth, variant) in variants.iter().enumerate() {
         for &policy in &config.policies {
-            let mode = variant.mode_label();
+            if !policy.is_agent() && nth > 0 {
+                continue;
+            }
+            let mode = variant.label_for(policy);
             let of_column: Vec<&TaskResult> = results
                 .iter()
                 .filter(|r| r.policy == policy && r.mode == mode)

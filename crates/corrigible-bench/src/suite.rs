@@ -9,6 +9,7 @@ use serde::Serialize;
 
 use crate::bfcl::{self, BfclCategory, BfclTask};
 use crate::error::BenchError;
+use crate::gsm8k::{self, GsmTask};
 use crate::tools_suite::{self, ToolsEnv, ToolsTask};
 
 /// Which suite to run, as named on the command line.
@@ -24,6 +25,8 @@ pub enum SuiteSpec {
     Heldout,
     /// BFCL categories (`bfcl:simple`, …, or `bfcl` for all four).
     Bfcl(Vec<BfclCategory>),
+    /// GSM8K word problems with the calculator (`gsm8k:dev` or `gsm8k:test`).
+    Gsm8k(gsm8k::Split),
 }
 
 impl FromStr for SuiteSpec {
@@ -43,10 +46,13 @@ impl FromStr for SuiteSpec {
                 if let Some(category) = other.strip_prefix("bfcl:") {
                     return Ok(SuiteSpec::Bfcl(vec![category.parse()?]));
                 }
+                if let Some(split) = other.strip_prefix("gsm8k:") {
+                    return Ok(SuiteSpec::Gsm8k(split.parse()?));
+                }
                 Err(BenchError::Usage(format!(
                     "unknown suite `{other}`: expected tools, tools:dev, tools:test, tools:FILE, \
-                     heldout, correct, correct:FILE, bfcl, or \
-                     bfcl:simple|multiple|parallel|irrelevance"
+                     heldout, correct, correct:FILE, bfcl, \
+                     bfcl:simple|multiple|parallel|irrelevance, or gsm8k:dev|test"
                 )))
             }
         }
@@ -65,6 +71,7 @@ impl fmt::Display for SuiteSpec {
                 let names: Vec<&str> = cats.iter().map(|c| c.as_str()).collect();
                 write!(f, "bfcl:{}", names.join(","))
             }
+            SuiteSpec::Gsm8k(split) => write!(f, "gsm8k:{split}"),
         }
     }
 }
@@ -120,6 +127,8 @@ pub enum TaskKind {
     Tools(ToolsTask),
     /// A BFCL task.
     Bfcl(BfclTask),
+    /// A GSM8K problem.
+    Gsm8k(GsmTask),
 }
 
 /// The verdict on one run.
@@ -156,6 +165,7 @@ impl Task {
         match &self.kind {
             TaskKind::Tools(task) => task.grade(report),
             TaskKind::Bfcl(task) => task.grade(report),
+            TaskKind::Gsm8k(task) => task.grade(report),
         }
     }
 }
@@ -214,6 +224,17 @@ impl Suite {
                     tools_env: None,
                 })
             }
+            SuiteSpec::Gsm8k(split) => {
+                let mut tasks = gsm8k::load(*split)?;
+                if let Some(n) = limit {
+                    tasks.truncate(n);
+                }
+                Ok(Self {
+                    name: spec.to_string(),
+                    tasks,
+                    tools_env: None,
+                })
+            }
         }
     }
 
@@ -244,6 +265,16 @@ impl Suite {
                 task: task.id.clone(),
                 message,
             }),
+            (TaskKind::Gsm8k(_), _) => {
+                let mut registry = ToolRegistry::new();
+                registry
+                    .register_typed(corrigible_tools::Calculator)
+                    .map_err(|e| BenchError::Agent {
+                        task: task.id.clone(),
+                        message: e.to_string(),
+                    })?;
+                Ok(registry)
+            }
         }
     }
 }
@@ -280,5 +311,8 @@ mod tests {
         assert_eq!("bfcl".parse::<SuiteSpec>().unwrap().to_string(), "bfcl");
         assert!("bfcl:live".parse::<SuiteSpec>().is_err());
         assert!("mmlu".parse::<SuiteSpec>().is_err());
+        let test = "gsm8k:test".parse::<SuiteSpec>().unwrap();
+        assert_eq!(test, SuiteSpec::Gsm8k(gsm8k::Split::Test));
+        assert_eq!(test.to_string(), "gsm8k:test");
     }
 }

@@ -66,6 +66,10 @@ pub struct ModelArgs {
     /// Path of a GGUF file for the embedded model (default: CORRIGIBLE_MODEL, or the model directory).
     #[arg(long)]
     pub model_path: Option<PathBuf>,
+    /// Tokens of free thought the embedded model may write before each decision (default
+    /// 192; 0 decides at once).
+    #[arg(long)]
+    pub think_tokens: Option<usize>,
 }
 
 /// Tools and where the weather tool reaches Open-Meteo.
@@ -218,13 +222,15 @@ pub struct BenchArgs {
     #[command(subcommand)]
     pub command: Option<BenchCommand>,
     /// The suite: `tools`, `tools:FILE`, `bfcl` (all four categories), `bfcl:simple`,
-    /// `bfcl:multiple`, `bfcl:parallel` or `bfcl:irrelevance`.
+    /// `bfcl:multiple`, `bfcl:parallel`, `bfcl:irrelevance`, or GSM8K with the calculator:
+    /// `gsm8k:dev` (problems 0-99, for tuning) or `gsm8k:test` (problems 100-199).
     #[arg(long, default_value = "tools")]
     pub suite: String,
     /// Run only the first N tasks (per category for `bfcl`).
     #[arg(long)]
     pub limit: Option<usize>,
-    /// Policies to compare, comma-separated: `one-shot`, `repair`, `self-correct`.
+    /// Policies to compare, comma-separated: `one-shot`, `repair`, `self-correct`, and
+    /// `bare` (the model alone, thinking step by step to `Answer: N`, no tools).
     #[arg(
         long,
         value_delimiter = ',',

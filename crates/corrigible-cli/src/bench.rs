@@ -118,8 +118,20 @@ fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)
             })
             .collect::<anyhow::Result<Vec<_>>>()?;
         let path = setup::local_path(args.model_path.as_deref(), arg.as_deref())?;
-        let local = LocalModel::load(LocalConfig::new(path))?;
+        let mut config = LocalConfig::new(path);
+        if let Some(n) = args.think_tokens {
+            config.think_tokens = n;
+        }
+        let local = LocalModel::load(config)?;
         let name = local.name().to_string();
+        // `bare` decodes free text, no thought phase, within the agent's per-call budget.
+        let bare: Arc<dyn Model> = Arc::new(
+            local
+                .with_constrain(Constrain::Off)
+                .with_think_tokens(0)
+                .with_max_tokens(local.think_tokens() + local.config().max_tokens),
+        );
+        let bare: ModelFactory = Arc::new(move || bare.clone());
         let variants = modes
             .into_iter()
             .map(|mode| {
@@ -128,6 +140,7 @@ fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)
                 Variant {
                     mode: Some(mode.as_str().to_string()),
                     factory,
+                    bare: Some(bare.clone()),
                 }
             })
             .collect();

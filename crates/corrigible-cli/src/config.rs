@@ -30,6 +30,10 @@ pub struct FileConfig {
     /// Which evidence rules judge decisions, as `--profile`: `precise` or `strict`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// Tokens of thought the embedded model may write before each decision, as
+    /// `--think-tokens`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think_tokens: Option<usize>,
     /// The answer rules on top of the profile, as `--grounding`: `values` or `failures`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grounding: Option<String>,
@@ -308,6 +312,7 @@ mod tests {
             r#"
             model = "replay:x.jsonl"
             grounding = "failures"
+            think_tokens = 64
             [limits]
             max_actions = 4
             max_corrections = 1
@@ -334,6 +339,7 @@ mod tests {
         let policy = config.policy().unwrap();
         assert_eq!(policy.limits.max_actions, 4);
         assert!(!policy.checks.unstated_result && !policy.checks.uncovered_request);
+        assert_eq!(config.think_tokens, Some(64));
         assert_eq!(policy.limits.max_model_calls, Some(10));
         assert_eq!(policy.max_rejections, 3);
         assert_eq!(policy.retry.backoff.initial(), Duration::from_millis(100));

@@ -123,7 +123,10 @@ impl TraceSink for LiveTrace {
                         "{:.0} ms, {} → {} tokens{reused}{retries}{decoded}",
                         record.latency_ms, record.input_tokens, record.output_tokens
                     ))
-                ))
+                ));
+                if let Some(reasoning) = &record.reasoning {
+                    self.line(thought_line(s, reasoning));
+                }
             }
             TraceEvent::Repair { record } => self.line(format!(
                 "  {} {}",
@@ -205,6 +208,20 @@ impl TraceSink for LiveTrace {
     }
 }
 
+/// A model call's reasoning, on one line: `… thought (N tokens, cut): text`.
+fn thought_line(s: Style, reasoning: &corrigible::Reasoning) -> String {
+    let tokens = reasoning
+        .tokens
+        .map(|n| format!("{n} tokens"))
+        .unwrap_or_else(|| "reasoning".to_string());
+    let cut = if reasoning.truncated { ", cut" } else { "" };
+    format!(
+        "  {} {}",
+        s.dim(&format!("… thought ({tokens}{cut}):")),
+        shorten(&reasoning.text, 400)
+    )
+}
+
 /// The closing summary of a run.
 pub fn summary(report: &RunReport, style: Style) -> String {
     let s = style;
@@ -229,10 +246,15 @@ pub fn summary(report: &RunReport, style: Style) -> String {
     out.push_str(&format!(
         "\n{}",
         s.dim(&format!(
-            "model calls {}  tokens {} in / {} out  tool calls {} ({} retries)  corrections {} ({} corrected)  repairs {}  {:.0} ms",
+            "model calls {}  tokens {} in / {} out{}  tool calls {} ({} retries)  corrections {} ({} corrected)  repairs {}  {:.0} ms",
             u.model_calls,
             u.input_tokens,
             u.output_tokens,
+            if u.reasoning_tokens > 0 {
+                format!(" ({} thinking)", u.reasoning_tokens)
+            } else {
+                String::new()
+            },
             u.tool_calls,
             u.tool_retries,
             u.corrections,

@@ -56,6 +56,9 @@ pub fn merge(model: &mut ModelArgs, tools: &mut ToolArgs, file: &FileConfig) {
     if model.base_url.is_none() {
         model.base_url = file.base_url.clone();
     }
+    if model.think_tokens.is_none() {
+        model.think_tokens = file.think_tokens;
+    }
     if tools.tools.is_none() {
         tools.tools = file.tools.clone();
     }
@@ -103,6 +106,9 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
                 .unwrap_or("schema")
                 .parse::<Constrain>()
                 .map_err(|e| anyhow!("--constrain: {e}"))?;
+            if let Some(n) = args.think_tokens {
+                config.think_tokens = n;
+            }
             Arc::new(LocalModel::load(config)?)
         }
         ModelSpec::Replay(path) => {
@@ -118,6 +124,9 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
                     .provider_key
                     .clone()
                     .map(corrigible_models::ApiKey::new),
+                think_tokens: args
+                    .think_tokens
+                    .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
                 ..Default::default()
             };
             corrigible_models::build(other, options)?

@@ -83,11 +83,13 @@ pub struct LocalConfig {
     /// Seeded samples a correction round tries after a reply that repeats the rejected one,
     /// before its fallback rule and its last resort (see [`crate::MAX_RESAMPLES`]).
     pub correction_samples: u32,
+    /// The most tokens of free thought decoded before each decision (0: decide at once).
+    pub think_tokens: usize,
 }
 
 impl LocalConfig {
     /// The defaults for the model at `model_path`: schema-constrained greedy decoding,
-    /// 256 tokens a call, all cores.
+    /// a thought of up to 192 tokens before a decision of up to 256, all cores.
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         Self {
             model_path: model_path.into(),
@@ -99,6 +101,7 @@ impl LocalConfig {
             threads: None,
             weights: Weights::Requantize,
             correction_samples: crate::correction::MAX_RESAMPLES,
+            think_tokens: crate::thought::DEFAULT_THINK_TOKENS,
         }
     }
 

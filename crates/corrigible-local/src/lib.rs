@@ -23,6 +23,7 @@ mod model;
 mod path;
 mod sampler;
 mod template;
+mod thought;
 mod tokenizer;
 
 pub use config::{Constrain, LocalConfig, Weights};
@@ -36,4 +37,5 @@ pub use path::{
     local_model_path, model_path_from_env, resolve_model_path,
 };
 pub use template::{CHATML_TEMPLATE, ChatTemplate};
+pub use thought::DEFAULT_THINK_TOKENS;
 pub use tokenizer::Tokenizer;

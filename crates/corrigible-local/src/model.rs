@@ -9,7 +9,7 @@ use candle_core::quantized::gguf_file;
 use corrigible::decision::with_grounds;
 use corrigible::{
     Allowed, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol,
-    Usage,
+    Reasoning, Usage,
 };
 use serde_json::Value;
 
@@ -17,7 +17,7 @@ use crate::config::{Constrain, LocalConfig};
 use crate::constraint::{Guide, StringCaps, constraint_schema, narrowed_schema};
 use crate::correction::CorrectionDecoding;
 use crate::error::LocalError;
-use crate::generate::{Ban, DecodeParams, Generation, Runner};
+use crate::generate::{Ban, DecodeParams, Generation, Runner, StopReason};
 use crate::sampler::Sampler;
 use crate::template::ChatTemplate;
 use crate::tokenizer::Tokenizer;
@@ -28,7 +28,17 @@ use crate::tokenizer::Tokenizer;
 #[derive(Clone)]
 pub struct LocalModel {
     inner: Arc<Inner>,
+    bounds: Bounds,
+}
+
+/// How one handle decodes: its constraint mode and its token bounds.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Bounds {
     constrain: Constrain,
+    /// The most tokens of thought before a decision.
+    think_tokens: usize,
+    /// The most tokens of a decision.
+    max_tokens: usize,
 }
 
 struct Inner {
@@ -39,6 +49,8 @@ struct Inner {
     load_time: Duration,
     /// The tokens that close a JSON string, for the loop guard.
     closers: Vec<u32>,
+    /// The tokens that end a thought (see [`crate::thought::stops`]).
+    thought_stops: Vec<u32>,
     state: Mutex<State>,
 }
 
@@ -52,7 +64,7 @@ impl std::fmt::Debug for LocalModel {
         f.debug_struct("LocalModel")
             .field("name", &self.inner.name)
             .field("config", &self.inner.config)
-            .field("constrain", &self.constrain)
+            .field("bounds", &self.bounds)
             .finish()
     }
 }
@@ -72,14 +84,18 @@ fn token_spelling(tokenizer: &Tokenizer, id: Option<u32>) -> String {
         .unwrap_or_default()
 }
 
-/// The tokens whose text begins with `"`, which close a JSON string; a token that does not
-/// decode on its own (part of a UTF-8 sequence) is none.
-fn string_closers(tokenizer: &Tokenizer) -> Vec<u32> {
+/// The tokens whose text begins with `"`, which close a JSON string, and the tokens that end
+/// a thought; a token that does not decode on its own (part of a UTF-8 sequence) is neither.
+fn closers_and_thought_stops(tokenizer: &Tokenizer) -> (Vec<u32>, Vec<u32>) {
     let vocab: Vec<(u32, String)> = (0..tokenizer.vocab_size())
         .filter_map(|id| u32::try_from(id).ok())
         .filter_map(|id| tokenizer.decode(&[id]).ok().map(|text| (id, text)))
         .collect();
-    crate::loop_guard::closers(vocab.iter().map(|(id, text)| (*id, text.as_str())))
+    let pairs = || vocab.iter().map(|(id, text)| (*id, text.as_str()));
+    (
+        crate::loop_guard::closers(pairs()),
+        crate::thought::stops(pairs(), tokenizer.stop_tokens()),
+    )
 }
 
 fn model_name(path: &Path) -> String {
@@ -126,9 +142,13 @@ impl LocalModel {
         let llama = crate::llama::load(&content, &file, config.weights)
             .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
         let guide = Guide::new(&tokenizer, llama.vocab_size())?;
-        let closers = string_closers(&tokenizer);
+        let (closers, thought_stops) = closers_and_thought_stops(&tokenizer);
         Ok(Self {
-            constrain: config.constrain,
+            bounds: Bounds {
+                constrain: config.constrain,
+                think_tokens: config.think_tokens,
+                max_tokens: config.max_tokens,
+            },
             inner: Arc::new(Inner {
                 name: model_name(&path),
                 config,
@@ -136,6 +156,7 @@ impl LocalModel {
                 template,
                 load_time: start.elapsed(),
                 closers,
+                thought_stops,
                 state: Mutex::new(State {
                     runner: Runner::new(llama),
                     guide,
@@ -155,13 +176,44 @@ impl LocalModel {
     pub fn with_constrain(&self, constrain: Constrain) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
-            constrain,
+            bounds: Bounds {
+                constrain,
+                ..self.bounds
+            },
+        }
+    }
+
+    /// The same loaded weights, thinking up to `think_tokens` before each decision (0: not
+    /// at all).
+    pub fn with_think_tokens(&self, think_tokens: usize) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            bounds: Bounds {
+                think_tokens,
+                ..self.bounds
+            },
+        }
+    }
+
+    /// The same loaded weights, generating at most `max_tokens` per decision (at least 1).
+    pub fn with_max_tokens(&self, max_tokens: usize) -> Self {
+        Self {
+            inner: Arc::clone(&self.inner),
+            bounds: Bounds {
+                max_tokens: max_tokens.max(1),
+                ..self.bounds
+            },
         }
     }
 
     /// How this handle constrains its decisions.
     pub fn constrain(&self) -> Constrain {
-        self.constrain
+        self.bounds.constrain
+    }
+
+    /// The most tokens this handle thinks before a decision.
+    pub fn think_tokens(&self) -> usize {
+        self.bounds.think_tokens
     }
 
     /// How long loading took.
@@ -189,7 +241,8 @@ impl LocalModel {
     /// Blocking and CPU-bound: async callers go through [`Model::complete`].
     pub fn generate(&self, prompt: &str, schema: Option<&Value>) -> Result<Generation, LocalError> {
         let tokens = self.inner.tokenizer.encode(prompt)?;
-        self.inner.generate_tokens(&tokens, schema)
+        self.inner
+            .generate_tokens(&tokens, schema, self.bounds.max_tokens)
     }
 
     /// Greedy generation of up to `max_tokens` from `prompt` tokens, ignoring end-of-turn.
@@ -216,7 +269,7 @@ impl LocalModel {
 
     /// [`Model::complete`] without the async wrapper.
     pub fn complete_blocking(&self, request: &ModelRequest) -> Result<ModelReply, LocalError> {
-        self.inner.complete(request, self.constrain)
+        self.inner.complete(request, self.bounds)
     }
 }
 
@@ -232,14 +285,18 @@ impl Inner {
         }
     }
 
+    fn sampler(&self) -> Sampler {
+        let config = &self.config;
+        Sampler::new(config.temperature, config.top_p, config.seed)
+    }
+
     fn generate_tokens(
         &self,
         prompt: &[u32],
         schema: Option<&Value>,
+        max_tokens: usize,
     ) -> Result<Generation, LocalError> {
-        let config = &self.config;
-        let sampler = Sampler::new(config.temperature, config.top_p, config.seed);
-        self.generate_with(prompt, schema, sampler, None)
+        self.generate_with(prompt, schema, self.sampler(), None, max_tokens)
     }
 
     fn generate_with(
@@ -248,6 +305,7 @@ impl Inner {
         schema: Option<&Value>,
         sampler: Sampler,
         ban: Option<Ban>,
+        max_tokens: usize,
     ) -> Result<Generation, LocalError> {
         let mut state = self.lock();
         let constraint = match schema {
@@ -255,7 +313,7 @@ impl Inner {
             None => None,
         };
         let params = DecodeParams {
-            max_tokens: self.config.max_tokens,
+            max_tokens,
             stop_tokens: self.tokenizer.stop_tokens(),
             sampler,
             constraint,
@@ -265,36 +323,90 @@ impl Inner {
         state.runner.generate(prompt, params)
     }
 
-    fn caps(&self) -> StringCaps {
-        StringCaps::fitting(self.config.max_tokens)
+    /// Free thought after `prompt` (the rendered prompt text, `tokens` once encoded), up to
+    /// `think_tokens`: the prompt the decision is decoded from (with the thought and its
+    /// closing newline when there is one), the prompt tokens reused from the cache, and the
+    /// thought.
+    fn think(
+        &self,
+        prompt: &str,
+        tokens: Vec<u32>,
+        think_tokens: usize,
+    ) -> Result<(Vec<u32>, Option<usize>, Option<Thought>), LocalError> {
+        if think_tokens == 0 {
+            return Ok((tokens, None, None));
+        }
+        let params = DecodeParams {
+            max_tokens: think_tokens,
+            stop_tokens: &self.thought_stops,
+            sampler: self.sampler(),
+            constraint: None,
+            ban: None,
+            closers: Some(&[]),
+        };
+        let generation = self.lock().runner.generate(&tokens, params)?;
+        let text = self.tokenizer.decode(&generation.tokens)?;
+        let truncated = generation.stop == StopReason::MaxTokens;
+        let reused = Some(generation.reused);
+        let Some(reasoning) = crate::thought::reasoning(&text, generation.tokens.len(), truncated)
+        else {
+            return Ok((tokens, reused, None));
+        };
+        let decision_prompt = self
+            .tokenizer
+            .encode(&format!("{prompt}{}\n", reasoning.text))?;
+        Ok((
+            decision_prompt,
+            reused,
+            Some(Thought {
+                reasoning,
+                tokens: generation.tokens.len(),
+            }),
+        ))
     }
 
-    fn complete(
-        &self,
-        request: &ModelRequest,
-        constrain: Constrain,
-    ) -> Result<ModelReply, LocalError> {
+    fn complete(&self, request: &ModelRequest, bounds: Bounds) -> Result<ModelReply, LocalError> {
         if request.protocol == Protocol::Native {
             return Err(LocalError::Config(
                 "the embedded model has no native tool calling: use --protocol json".into(),
             ));
         }
-        let prompt = self.template.render(&request.messages)?;
-        let tokens = self.tokenizer.encode(&prompt)?;
-        let Some(correction) = &request.correction else {
-            let tools = with_grounds(&request.tools, &request.grounds, false);
-            let schema = constraint_schema(&tools, constrain, self.caps());
-            let generation = self.generate_tokens(&tokens, schema.as_ref())?;
-            let text = self.tokenizer.decode(&generation.tokens)?;
-            return Ok(reply(
-                text,
-                &tokens,
-                &generation,
-                generation.tokens.len(),
-                self.config.decoding_label(constrain),
-            ));
+        let messages = if bounds.think_tokens > 0 {
+            crate::thought::fold(&request.messages)
+        } else {
+            request.messages.clone()
         };
-        self.correct(request, correction, &tokens, constrain)
+        let prompt = self.template.render(&messages)?;
+        let prompt_tokens = self.tokenizer.encode(&prompt)?;
+        let input_tokens = prompt_tokens.len();
+        let (tokens, reused, thought) = self.think(&prompt, prompt_tokens, bounds.think_tokens)?;
+        let caps = StringCaps::fitting(bounds.max_tokens);
+        let mut reply = match &request.correction {
+            None => {
+                let tools = with_grounds(&request.tools, &request.grounds, false);
+                let schema = constraint_schema(&tools, bounds.constrain, caps);
+                let generation =
+                    self.generate_tokens(&tokens, schema.as_ref(), bounds.max_tokens)?;
+                let text = self.tokenizer.decode(&generation.tokens)?;
+                reply(
+                    text,
+                    &tokens,
+                    &generation,
+                    generation.tokens.len(),
+                    self.config.decoding_label(bounds.constrain),
+                )
+            }
+            Some(correction) => self.correct(request, correction, &tokens, bounds)?,
+        };
+        reply.usage.input_tokens = input_tokens as u64;
+        if let Some(reused) = reused {
+            reply.prompt_tokens_reused = Some(reused as u64);
+        }
+        if let Some(thought) = thought {
+            reply.usage.output_tokens += thought.tokens as u64;
+            reply.reasoning = Some(thought.reasoning);
+        }
+        Ok(reply)
     }
 
     /// A correction round: decoded under the narrowed schema, and never a repeat of the
@@ -304,8 +416,10 @@ impl Inner {
         request: &ModelRequest,
         correction: &CorrectionContext,
         tokens: &[u32],
-        constrain: Constrain,
+        bounds: Bounds,
     ) -> Result<ModelReply, LocalError> {
+        let constrain = bounds.constrain;
+        let caps = StringCaps::fitting(bounds.max_tokens);
         let mut allowed = correction.allowed();
         let mut plan = CorrectionDecoding::new(&self.config, correction);
         let mut output_tokens = 0;
@@ -316,9 +430,15 @@ impl Inner {
             with_grounds(&request.tools, &request.grounds, correction.holds_numbers())
         };
         loop {
-            let schema = narrowed_schema(&tools, constrain, &allowed, self.caps());
+            let schema = narrowed_schema(&tools, constrain, &allowed, caps);
             let greedy = matches!(plan.sampler(), Sampler::Greedy);
-            let generation = self.generate_with(tokens, Some(&schema), plan.sampler(), None)?;
+            let generation = self.generate_with(
+                tokens,
+                Some(&schema),
+                plan.sampler(),
+                None,
+                bounds.max_tokens,
+            )?;
             output_tokens += generation.tokens.len();
             let text = self.tokenizer.decode(&generation.tokens)?;
             let done = if !correction.repeats(&text) {
@@ -344,7 +464,7 @@ impl Inner {
                         &schema,
                         output_tokens,
                         plan,
-                        constrain,
+                        bounds,
                         &allowed,
                     );
                 }
@@ -381,10 +501,10 @@ impl Inner {
         schema: &Value,
         mut output_tokens: usize,
         plan: CorrectionDecoding<'_>,
-        constrain: Constrain,
+        bounds: Bounds,
         allowed: &Allowed,
     ) -> Result<ModelReply, LocalError> {
-        let label = plan.label(constrain, allowed);
+        let label = plan.label(bounds.constrain, allowed);
         let Some(at) = repeat.least_certain() else {
             // Every token was forced by the grammar: no other reply exists.
             let text = self.tokenizer.decode(&repeat.tokens)?;
@@ -394,7 +514,13 @@ impl Inner {
             prefix: repeat.tokens[..at].to_vec(),
             tokens: self.spellings(&repeat.tokens[at..])?,
         };
-        let generation = self.generate_with(tokens, Some(schema), Sampler::Greedy, Some(ban))?;
+        let generation = self.generate_with(
+            tokens,
+            Some(schema),
+            Sampler::Greedy,
+            Some(ban),
+            bounds.max_tokens,
+        )?;
         output_tokens += generation.tokens.len();
         let text = self.tokenizer.decode(&generation.tokens)?;
         Ok(reply(
@@ -427,7 +553,14 @@ fn reply(
             0 => decoding,
             n => format!("{decoding} loops_cut={n}"),
         }),
+        reasoning: None,
     }
+}
+
+/// A thought decoded before a decision.
+struct Thought {
+    reasoning: Reasoning,
+    tokens: usize,
 }
 
 #[async_trait]
@@ -439,8 +572,8 @@ impl Model for LocalModel {
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let inner = Arc::clone(&self.inner);
         let request = request.clone();
-        let constrain = self.constrain;
-        tokio::task::spawn_blocking(move || inner.complete(&request, constrain))
+        let bounds = self.bounds;
+        tokio::task::spawn_blocking(move || inner.complete(&request, bounds))
             .await
             .map_err(|e| ModelError::Other(format!("the inference task failed: {e}")))?
             .map_err(ModelError::from)
@@ -448,5 +581,9 @@ impl Model for LocalModel {
 
     fn count_tokens(&self, text: &str) -> Option<usize> {
         self.inner.tokenizer.encode(text).ok().map(|t| t.len())
+    }
+
+    fn thinks(&self) -> bool {
+        self.bounds.think_tokens > 0
     }
 }

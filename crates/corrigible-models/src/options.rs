@@ -71,6 +71,9 @@ pub struct ProviderOptions {
     pub max_output_tokens: Option<u32>,
     /// Sampling temperature, when set.
     pub temperature: Option<f32>,
+    /// A budget of reasoning tokens for models that think, when set: Anthropic extended
+    /// thinking (at least 1024), Gemini's thinking budget with its thoughts included.
+    pub think_tokens: Option<u32>,
 }
 
 impl ProviderOptions {

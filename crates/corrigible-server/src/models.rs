@@ -67,6 +67,10 @@ impl Model for LimitedModel {
     fn count_tokens(&self, text: &str) -> Option<usize> {
         self.inner.count_tokens(text)
     }
+
+    fn thinks(&self) -> bool {
+        self.inner.thinks()
+    }
 }
 
 #[cfg(test)]

@@ -19,8 +19,37 @@ fn calculator() -> WorkedExample {
             tool: CALCULATOR.into(),
             input: json!({"expression": "1234 / 8"}),
             result: "154.25".into(),
+            thought: Some(
+                "The request divides 1234 by 8. The calculator works it out: 1234 / 8.".into(),
+            ),
         }],
         answer: "1234 divided by 8 is 154.25.".into(),
+        thought: Some("The calculator says 1234 / 8 = 154.25.".into()),
+    }
+}
+
+/// A word problem worked in two calculator steps, the second on the first one's result.
+fn word_problem() -> WorkedExample {
+    WorkedExample {
+        request: "A crate holds 12 bottles. A shop gets 7 crates and sells 30 bottles. How many bottles are left?".into(),
+        steps: vec![
+            ExampleStep {
+                reason: "Bottles delivered.".into(),
+                tool: CALCULATOR.into(),
+                input: json!({"expression": "7 * 12"}),
+                result: "84".into(),
+                thought: Some("7 crates of 12 bottles make 7 * 12 bottles, then 30 are sold. First the bottles delivered: 7 * 12.".into()),
+            },
+            ExampleStep {
+                reason: "Bottles left after selling 30.".into(),
+                tool: CALCULATOR.into(),
+                input: json!({"expression": "84 - 30"}),
+                result: "54".into(),
+                thought: Some("The shop got 84 bottles and sold 30, so 84 - 30 are left.".into()),
+            },
+        ],
+        answer: "54 bottles are left.".into(),
+        thought: Some("The calculator says 54 bottles are left.".into()),
     }
 }
 
@@ -32,8 +61,10 @@ fn time() -> WorkedExample {
             tool: TIME.into(),
             input: json!({"city": "Ulaanbaatar"}),
             result: r#"{"timezone":"Asia/Ulaanbaatar","time":"08:15","local_time":"2026-02-03T08:15:00+08:00","utc_offset":"+08:00"}"#.into(),
+            thought: Some("The current time in Ulaanbaatar comes from the time tool.".into()),
         }],
         answer: "It is 08:15 in Ulaanbaatar.".into(),
+        thought: Some("The time tool says it is 08:15 in Ulaanbaatar.".into()),
     }
 }
 
@@ -45,8 +76,10 @@ fn weather() -> WorkedExample {
             tool: WEATHER.into(),
             input: json!({"city": "Valparaiso"}),
             result: r#"{"city":"Valparaíso","country":"Chile","temperature_c":17.2,"wind_speed_kmh":21.0,"conditions":"partly cloudy"}"#.into(),
+            thought: Some("The weather in Valparaiso comes from the weather tool.".into()),
         }],
         answer: "In Valparaíso it is 17.2 °C and partly cloudy, with wind at 21 km/h.".into(),
+        thought: Some("The weather tool says 17.2 °C, partly cloudy, wind 21 km/h.".into()),
     }
 }
 
@@ -55,11 +88,13 @@ fn direct() -> WorkedExample {
         request: "Say thank you in Portuguese.".into(),
         steps: Vec::new(),
         answer: "Obrigado (or Obrigada).".into(),
+        thought: Some("This needs no tool: thank you in Portuguese is obrigado.".into()),
     }
 }
 
 /// The default worked examples for an agent with the tools named `tools`: one answered
-/// directly, then one for each of time, weather and calculator among them, in that order.
+/// directly, then one for each of time, weather and calculator among them, in that order, and
+/// with the calculator a word problem worked in two steps.
 /// None when no built-in tool is among them: a lone direct answer teaches a small model never
 /// to call a tool (measured on BFCL: every task answered without a call).
 pub fn builtin_examples<S: AsRef<str>>(tools: &[S]) -> Vec<WorkedExample> {
@@ -73,6 +108,7 @@ pub fn builtin_examples<S: AsRef<str>>(tools: &[S]) -> Vec<WorkedExample> {
     }
     if has(CALCULATOR) {
         examples.push(calculator());
+        examples.push(word_problem());
     }
     if examples.len() == 1 {
         examples.clear();
@@ -89,7 +125,16 @@ mod tests {
     fn a_direct_answer_then_one_example_per_tool() {
         let all = builtin_examples(&[CALCULATOR, TIME, WEATHER]);
         let tools: Vec<Vec<&str>> = all.iter().map(|e| e.tools().collect()).collect();
-        assert_eq!(tools, [vec![], vec![TIME], vec![WEATHER], vec![CALCULATOR]]);
+        assert_eq!(
+            tools,
+            [
+                vec![],
+                vec![TIME],
+                vec![WEATHER],
+                vec![CALCULATOR],
+                vec![CALCULATOR, CALCULATOR]
+            ]
+        );
         let weather_only = builtin_examples(&[WEATHER]);
         assert_eq!(weather_only.len(), 2);
         assert_eq!(weather_only[1].tools().collect::<Vec<_>>(), [WEATHER]);
@@ -100,7 +145,7 @@ mod tests {
     #[test]
     fn example_inputs_are_valid_for_the_real_tools() {
         let registry = builtin_registry(&BuiltinConfig::default()).expect("registry");
-        for example in [calculator(), time(), weather()] {
+        for example in [calculator(), word_problem(), time(), weather()] {
             for step in &example.steps {
                 let verdict = registry.validate(&step.tool, &step.input);
                 assert_eq!(verdict, Some(Ok(())), "{}", step.tool);

@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use crate::decision::{Action, Decision, Final};
 use crate::message::{Message, MessageKind, ToolCall};
-use crate::model::Protocol;
+use crate::model::{Protocol, Reasoning};
 use crate::prompt::tagged_tool_result;
 use crate::tool::FINAL_ANSWER;
 
@@ -25,6 +25,9 @@ pub struct WorkedExample {
     pub steps: Vec<ExampleStep>,
     /// The final answer.
     pub answer: String,
+    /// The thought before the final answer, shown to a model that thinks before deciding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
 }
 
 /// One action of a worked example and the tool's result.
@@ -39,6 +42,9 @@ pub struct ExampleStep {
     pub input: Value,
     /// What the tool returned.
     pub result: String,
+    /// The thought before this action, shown to a model that thinks before deciding.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought: Option<String>,
 }
 
 impl WorkedExample {
@@ -59,7 +65,7 @@ impl WorkedExample {
             });
             match protocol {
                 Protocol::Json => {
-                    messages.push(reply(action.to_json().to_string()));
+                    messages.push(reply(action.to_json().to_string(), &step.thought));
                     messages.push(Message::user(
                         MessageKind::Example,
                         tagged_tool_result(&step.tool, &step.result, false),
@@ -84,7 +90,7 @@ impl WorkedExample {
             call_id: None,
         });
         match protocol {
-            Protocol::Json => messages.push(reply(answer.to_json().to_string())),
+            Protocol::Json => messages.push(reply(answer.to_json().to_string(), &self.thought)),
             Protocol::Native => {
                 let id = format!("example_{}_final", index + 1);
                 let input = serde_json::json!({"satisfied": true, "final_summary": self.answer});
@@ -102,8 +108,9 @@ impl WorkedExample {
     }
 }
 
-fn reply(text: String) -> Message {
+fn reply(text: String, thought: &Option<String>) -> Message {
     Message::assistant(MessageKind::Example, text, Vec::new())
+        .with_reasoning(thought.as_ref().map(Reasoning::text))
 }
 
 fn call(id: &str, tool: &str, input: &Value) -> Message {
@@ -143,8 +150,10 @@ mod tests {
                 tool: "calculator".into(),
                 input: json!({"expression": "1234 / 4"}),
                 result: "308.5".into(),
+                thought: Some("1234 / 4 is arithmetic.".into()),
             }],
             answer: "1234 / 4 = 308.5".into(),
+            thought: None,
         }
     }
 
@@ -158,6 +167,11 @@ mod tests {
         );
         assert!(m.iter().all(|m| m.kind == MessageKind::Example));
         assert!(parse_text(&m[1].content, false).decision.is_ok());
+        assert_eq!(
+            m[1].reasoning.as_ref().map(|r| r.text.as_str()),
+            Some("1234 / 4 is arithmetic.")
+        );
+        assert_eq!(m[3].reasoning, None);
         assert_eq!(
             m[2].content,
             r#"<tool_result tool="calculator">308.5</tool_result>"#
@@ -174,6 +188,7 @@ mod tests {
             request: "Say hello in French.".into(),
             steps: Vec::new(),
             answer: "Bonjour !".into(),
+            thought: None,
         };
         let m = example_messages(&[with_tool(), direct], Protocol::Native);
         let calls: Vec<&str> = m

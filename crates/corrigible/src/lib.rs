@@ -36,7 +36,8 @@ pub use examples::{ExampleStep, WorkedExample};
 pub use grounding::Grounding;
 pub use message::{Message, MessageKind, Role, ToolCall};
 pub use model::{
-    CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec, Usage,
+    CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, ToolSpec,
+    Usage,
 };
 pub use narrowing::Allowed;
 pub use policy::{Checks, Limits, Policy, Profile, ToolPolicy};

@@ -2,6 +2,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::model::Reasoning;
+
 /// Who wrote a message.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
 #[serde(rename_all = "snake_case")]
@@ -68,6 +70,10 @@ pub struct Message {
     /// What the message is for.
     #[serde(default)]
     pub kind: MessageKind,
+    /// For an assistant message: the reasoning that preceded it, kept so the model sees its
+    /// own thought and a provider gets back what it requires.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
 }
 
 impl Message {
@@ -80,6 +86,7 @@ impl Message {
             tool_name: None,
             is_error: false,
             kind,
+            reasoning: None,
         }
     }
 
@@ -108,6 +115,11 @@ impl Message {
             tool_calls,
             ..Self::new(Role::Assistant, kind, content)
         }
+    }
+
+    /// The same message with `reasoning` attached.
+    pub fn with_reasoning(self, reasoning: Option<Reasoning>) -> Self {
+        Self { reasoning, ..self }
     }
 
     /// A native tool result answering the call `call_id`.

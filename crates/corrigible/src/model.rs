@@ -73,6 +73,43 @@ impl std::ops::AddAssign for Usage {
     }
 }
 
+/// A model's reasoning before its decision: the embedded model's thought, or the reasoning a
+/// provider returns (OpenAI-compatible `reasoning_content`, Anthropic thinking blocks, Gemini
+/// thought parts).
+#[derive(Debug, Clone, PartialEq, Default, Serialize, Deserialize)]
+pub struct Reasoning {
+    /// The reasoning as text (the provider's summary where it gives only that); may be empty.
+    pub text: String,
+    /// Tokens spent reasoning, when known; they are part of the call's output tokens.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub tokens: Option<u64>,
+    /// Whether the reasoning reached its bound and was cut into the decision.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub truncated: bool,
+    /// What the provider requires back verbatim on later requests (Anthropic thinking blocks
+    /// with their signatures, Gemini thought signatures), as the provider sent it.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub blocks: Vec<Value>,
+}
+
+impl Reasoning {
+    /// Reasoning with `text` and nothing else.
+    pub fn text(text: impl Into<String>) -> Self {
+        Self {
+            text: text.into(),
+            ..Self::default()
+        }
+    }
+
+    /// The same reasoning without the provider's opaque blocks, as the run report keeps it.
+    pub fn without_blocks(&self) -> Self {
+        Self {
+            blocks: Vec::new(),
+            ..self.clone()
+        }
+    }
+}
+
 /// What a correction round is about, so a model that can narrow its choices does so.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct CorrectionContext {
@@ -149,6 +186,9 @@ pub struct ModelReply {
     /// How the reply was decoded (e.g. `greedy`, `schema`, `sampled(seed=7)`), if the backend knows.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub decoding: Option<String>,
+    /// The model's reasoning before this reply, when it has any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
 }
 
 /// Why a model call failed.
@@ -178,6 +218,12 @@ pub trait Model: Send + Sync {
     fn count_tokens(&self, _text: &str) -> Option<usize> {
         None
     }
+
+    /// Whether the model writes free-text reasoning before its JSON decision, so the prompt
+    /// asks it to think first (the embedded model with a thought budget).
+    fn thinks(&self) -> bool {
+        false
+    }
 }
 
 #[async_trait]
@@ -192,5 +238,9 @@ impl<M: Model + ?Sized> Model for Arc<M> {
 
     fn count_tokens(&self, text: &str) -> Option<usize> {
         (**self).count_tokens(text)
+    }
+
+    fn thinks(&self) -> bool {
+        (**self).thinks()
     }
 }

@@ -7,10 +7,15 @@ use crate::feedback::{TemplateError, xml_escape, xml_text_escape};
 use crate::model::{Protocol, ToolSpec};
 
 /// The default system prompt. Variables: `protocol` (`json` or `native`), `tools` (each with
-/// `name`, `description`, `schema` as JSON text) and `output_schema` (JSON text or none).
+/// `name`, `description`, `schema` as JSON text), `output_schema` (JSON text or none) and
+/// `think` (whether the model reasons in free text before its JSON decision).
 pub const DEFAULT_SYSTEM_TEMPLATE: &str = r#"You are a careful agent. Answer the user's request, calling a tool when one helps.
 {%- if protocol == "json" %}
+{%- if think %}
+First think step by step in a few plain sentences: which numbers the request and the tool results give, and what to do next. Then write exactly one JSON object on its own line, in one of two shapes:
+{%- else %}
 Reply with exactly one JSON object and nothing else, in one of two shapes:
+{%- endif %}
 {"state": "action", "reason": "<why this tool>", "tool": "<tool name>", "tool_input": {<input for the tool>}}
 {"state": "final", "satisfied": true, "final_summary": "<the answer for the user>"}
 Use "satisfied": false when the request cannot be fulfilled, and say why.
@@ -67,6 +72,18 @@ impl SystemPrompt {
         tools: &[ToolSpec],
         output_schema: Option<&serde_json::Value>,
     ) -> Result<String, TemplateError> {
+        self.render_for(protocol, tools, output_schema, false)
+    }
+
+    /// Renders the prompt for a model that thinks in free text before its decision when
+    /// `think` is set (see [`crate::Model::thinks`]).
+    pub fn render_for(
+        &self,
+        protocol: Protocol,
+        tools: &[ToolSpec],
+        output_schema: Option<&serde_json::Value>,
+        think: bool,
+    ) -> Result<String, TemplateError> {
         let views: Vec<ToolView<'_>> = tools
             .iter()
             .map(|t| ToolView {
@@ -84,6 +101,7 @@ impl SystemPrompt {
                 protocol => match protocol { Protocol::Json => "json", Protocol::Native => "native" },
                 tools => minijinja::Value::from(minijinja::value::Serde(&views)),
                 output_schema => output_schema.map(|s| s.to_string()),
+                think => think,
             })
             .map_err(|e| TemplateError(e.to_string()))
     }
@@ -122,6 +140,16 @@ mod tests {
             )
         );
         assert!(text.contains("\"state\": \"final\""));
+    }
+
+    #[test]
+    fn a_thinking_model_is_asked_to_think_first() {
+        let prompt = SystemPrompt::default();
+        let plain = prompt.render(Protocol::Json, &[], None).unwrap();
+        assert!(plain.contains("exactly one JSON object and nothing else"));
+        let think = prompt.render_for(Protocol::Json, &[], None, true).unwrap();
+        assert!(think.contains("First think step by step"));
+        assert!(!think.contains("nothing else"));
     }
 
     #[test]

@@ -97,6 +97,10 @@ impl Model for FaultyModel {
     fn count_tokens(&self, text: &str) -> Option<usize> {
         self.inner.count_tokens(text)
     }
+
+    fn thinks(&self) -> bool {
+        self.inner.thinks()
+    }
 }
 
 #[cfg(test)]

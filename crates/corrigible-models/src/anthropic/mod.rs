@@ -4,7 +4,8 @@ mod wire;
 
 use async_trait::async_trait;
 use corrigible::{
-    Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Role, ToolCall, Usage,
+    Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, Role, ToolCall,
+    Usage,
 };
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
@@ -21,6 +22,8 @@ use wire::{Block, MessagesRequest, MessagesResponse, ToolDecl, Turn};
 /// The `anthropic-version` header sent with every request.
 pub const ANTHROPIC_VERSION: &str = "2023-06-01";
 const DEFAULT_MAX_TOKENS: u32 = 4096;
+/// The smallest thinking budget Anthropic accepts.
+const MIN_THINKING_BUDGET: u32 = 1024;
 
 /// An Anthropic model; requests go to `{base_url}/v1/messages` (default base
 /// `https://api.anthropic.com`), key in `x-api-key`.
@@ -71,18 +74,28 @@ impl AnthropicModel {
             Vec::new()
         };
         let (messages, system) = turns(&request.messages);
+        let thinking = self.options.think_tokens.map(
+            |budget| json!({"type": "enabled", "budget_tokens": budget.max(MIN_THINKING_BUDGET)}),
+        );
+        let max_tokens = self.options.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS);
         MessagesRequest {
             model: &self.model,
-            max_tokens: self.options.max_output_tokens.unwrap_or(DEFAULT_MAX_TOKENS),
+            max_tokens: match self.options.think_tokens {
+                Some(budget) => max_tokens.max(budget.max(MIN_THINKING_BUDGET) + 1024),
+                None => max_tokens,
+            },
             system,
             messages,
             tools,
+            // Anthropic refuses a forced tool choice and a temperature while thinking.
             tool_choice: match forced(request) {
+                _ if thinking.is_some() => None,
                 Some(Forced::Tool(name)) => Some(json!({"type": "tool", "name": name})),
                 Some(Forced::AnyAction) => Some(json!({"type": "any"})),
                 None => None,
             },
-            temperature: self.options.temperature,
+            temperature: self.options.temperature.filter(|_| thinking.is_none()),
+            thinking,
         }
     }
 
@@ -105,8 +118,25 @@ impl AnthropicModel {
         };
         tracing::debug!(stop_reason = ?response.stop_reason, "anthropic reply");
         let mut text = String::new();
+        let mut reasoning = Reasoning::default();
         for block in response.content {
             match block.kind.as_str() {
+                "thinking" => {
+                    let thought = block.thinking.unwrap_or_default();
+                    if !reasoning.text.is_empty() && !thought.is_empty() {
+                        reasoning.text.push('\n');
+                    }
+                    reasoning.text.push_str(&thought);
+                    reasoning.blocks.push(json!({
+                        "type": "thinking",
+                        "thinking": thought,
+                        "signature": block.signature.unwrap_or_default(),
+                    }));
+                }
+                "redacted_thinking" => reasoning.blocks.push(json!({
+                    "type": "redacted_thinking",
+                    "data": block.data.unwrap_or_default(),
+                })),
                 "text" => text.push_str(block.text.as_deref().unwrap_or("")),
                 "tool_use" => reply.tool_calls.push(ToolCall {
                     id: block
@@ -123,6 +153,7 @@ impl AnthropicModel {
             }
         }
         reply.text = (!text.is_empty()).then_some(text);
+        reply.reasoning = (!reasoning.blocks.is_empty()).then_some(reasoning);
         Ok(reply)
     }
 }
@@ -159,7 +190,12 @@ fn turns(messages: &[Message]) -> (Vec<Turn>, Option<String>) {
                 None => ("user", text(&message.content).into_iter().collect()),
             },
             Role::Assistant => {
-                let mut blocks: Vec<Block> = text(&message.content).into_iter().collect();
+                let mut blocks: Vec<Block> = message
+                    .reasoning
+                    .iter()
+                    .flat_map(|r| r.blocks.iter().filter_map(thinking_block))
+                    .collect();
+                blocks.extend(text(&message.content));
                 blocks.extend(message.tool_calls.iter().map(|call| Block::ToolUse {
                     id: call.id.clone(),
                     name: call.name.clone(),
@@ -185,6 +221,22 @@ fn turns(messages: &[Message]) -> (Vec<Turn>, Option<String>) {
     }
     let system = (!system.is_empty()).then(|| system.join("\n\n"));
     (turns, system)
+}
+
+/// A thinking block Anthropic sent, to send back verbatim (it checks the signature); `None`
+/// for anything else, such as another provider's reasoning.
+fn thinking_block(block: &Value) -> Option<Block> {
+    let field = |name: &str| block.get(name).and_then(Value::as_str).map(str::to_string);
+    match block.get("type").and_then(Value::as_str)? {
+        "thinking" => Some(Block::Thinking {
+            thinking: field("thinking")?,
+            signature: field("signature")?,
+        }),
+        "redacted_thinking" => Some(Block::RedactedThinking {
+            data: field("data")?,
+        }),
+        _ => None,
+    }
 }
 
 #[async_trait]

@@ -16,6 +16,8 @@ pub(crate) struct MessagesRequest<'a> {
     pub tool_choice: Option<Value>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking: Option<Value>,
 }
 
 #[derive(Debug, Serialize)]
@@ -27,6 +29,13 @@ pub(crate) struct Turn {
 #[derive(Debug, Serialize)]
 #[serde(tag = "type", rename_all = "snake_case")]
 pub(crate) enum Block {
+    Thinking {
+        thinking: String,
+        signature: String,
+    },
+    RedactedThinking {
+        data: String,
+    },
     Text {
         text: String,
     },
@@ -72,6 +81,12 @@ pub(crate) struct BlockIn {
     pub name: Option<String>,
     #[serde(default)]
     pub input: Option<Value>,
+    #[serde(default)]
+    pub thinking: Option<String>,
+    #[serde(default)]
+    pub signature: Option<String>,
+    #[serde(default)]
+    pub data: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]

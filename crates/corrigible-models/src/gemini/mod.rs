@@ -8,9 +8,11 @@ use std::collections::HashMap;
 use std::sync::Mutex;
 
 use async_trait::async_trait;
-use corrigible::{Model, ModelError, ModelReply, ModelRequest, Protocol, ToolCall, Usage};
+use corrigible::{
+    Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, ToolCall, Usage,
+};
 use reqwest::header::HeaderMap;
-use serde_json::Value;
+use serde_json::{Value, json};
 
 use crate::convert::{CallIds, Forced, declared_tools, forced};
 use crate::error::ModelsError;
@@ -101,11 +103,17 @@ impl GeminiModel {
                 },
             },
         });
+        let thinking_config = self
+            .options
+            .think_tokens
+            .map(|budget| json!({"thinkingBudget": budget, "includeThoughts": true}));
         let generation_config = (self.options.temperature.is_some()
-            || self.options.max_output_tokens.is_some())
+            || self.options.max_output_tokens.is_some()
+            || thinking_config.is_some())
         .then_some(GenerationConfig {
             temperature: self.options.temperature,
             max_output_tokens: self.options.max_output_tokens,
+            thinking_config,
         });
         GenerateRequest {
             contents,
@@ -135,8 +143,10 @@ impl GeminiModel {
         };
         tracing::debug!(finish_reason = ?candidate.finish_reason, "gemini reply");
         let mut text = String::new();
+        let mut thoughts = String::new();
         for part in candidate.content.map(|c| c.parts).unwrap_or_default() {
             if part.thought == Some(true) {
+                thoughts.push_str(part.text.as_deref().unwrap_or(""));
                 continue;
             }
             if let Some(call) = part.function_call {
@@ -160,6 +170,13 @@ impl GeminiModel {
             }
         }
         reply.text = (!text.is_empty()).then_some(text);
+        let thought_tokens = usage.and_then(|u| u.thoughts_token_count);
+        if !thoughts.is_empty() || thought_tokens.is_some_and(|n| n > 0) {
+            reply.reasoning = Some(Reasoning {
+                tokens: thought_tokens,
+                ..Reasoning::text(thoughts)
+            });
+        }
         Ok(reply)
     }
 }

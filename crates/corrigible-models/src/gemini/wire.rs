@@ -83,6 +83,8 @@ pub(crate) struct GenerationConfig {
     pub temperature: Option<f32>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub max_output_tokens: Option<u32>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub thinking_config: Option<Value>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -5,7 +5,8 @@ mod wire;
 
 use async_trait::async_trait;
 use corrigible::{
-    Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Role, ToolCall, Usage,
+    Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, Role, ToolCall,
+    Usage,
 };
 use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
@@ -118,9 +119,20 @@ impl OpenAiModel {
             ));
         };
         tracing::debug!(finish_reason = ?choice.finish_reason, "openai reply");
+        let reasoning_tokens = usage
+            .and_then(|u| u.completion_tokens_details.as_ref())
+            .and_then(|d| d.reasoning_tokens)
+            .filter(|&n| n > 0);
         let Some(message) = choice.message else {
             return Ok(reply);
         };
+        let thought = message.reasoning_content.filter(|t| !t.trim().is_empty());
+        if thought.is_some() || reasoning_tokens.is_some() {
+            reply.reasoning = Some(Reasoning {
+                tokens: reasoning_tokens,
+                ..Reasoning::text(thought.unwrap_or_default())
+            });
+        }
         reply.text = message
             .content
             .as_ref()
@@ -177,6 +189,7 @@ fn message_out(message: &Message) -> ChatMessage {
         content: message.content.clone(),
         tool_calls: Vec::new(),
         tool_call_id: None,
+        reasoning_content: None,
     };
     match message.role {
         Role::System => plain("system"),
@@ -204,6 +217,13 @@ fn message_out(message: &Message) -> ChatMessage {
                 })
                 .collect(),
             tool_call_id: None,
+            // Servers that think with tools (DeepSeek) want the reasoning of a tool-calling
+            // turn back; other turns go without it, as they require.
+            reasoning_content: message
+                .reasoning
+                .as_ref()
+                .filter(|r| !message.tool_calls.is_empty() && !r.text.is_empty())
+                .map(|r| r.text.clone()),
         },
     }
 }

@@ -29,6 +29,8 @@ pub(crate) struct ChatMessage {
     pub tool_calls: Vec<CallOut>,
     #[serde(skip_serializing_if = "Option::is_none")]
     pub tool_call_id: Option<String>,
+    #[serde(skip_serializing_if = "Option::is_none")]
+    pub reasoning_content: Option<String>,
 }
 
 #[derive(Debug, Serialize)]
@@ -85,6 +87,10 @@ pub(crate) struct ResponseMessage {
     pub refusal: Option<String>,
     #[serde(default)]
     pub tool_calls: Option<Vec<CallIn>>,
+    /// The reasoning of a reasoning model (DeepSeek, vLLM, llama.cpp; `reasoning` on some
+    /// servers).
+    #[serde(default, alias = "reasoning")]
+    pub reasoning_content: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -111,6 +117,14 @@ pub(crate) struct ChatUsage {
     pub completion_tokens: Option<u64>,
     #[serde(default)]
     pub prompt_tokens_details: Option<PromptDetails>,
+    #[serde(default)]
+    pub completion_tokens_details: Option<CompletionDetails>,
+}
+
+#[derive(Debug, Deserialize)]
+pub(crate) struct CompletionDetails {
+    #[serde(default)]
+    pub reasoning_tokens: Option<u64>,
 }
 
 #[derive(Debug, Deserialize)]

@@ -29,11 +29,10 @@ impl History {
         if text.trim().is_empty() && reply.tool_calls.is_empty() {
             return;
         }
-        self.messages.push(Message::assistant(
-            MessageKind::Reply,
-            text,
-            reply.tool_calls.clone(),
-        ));
+        self.messages.push(
+            Message::assistant(MessageKind::Reply, text, reply.tool_calls.clone())
+                .with_reasoning(reply.reasoning.clone()),
+        );
     }
 
     /// The result of an executed (or refused) tool call.

@@ -105,10 +105,11 @@ impl<'a> Run<'a> {
         let declared = tools.specs();
         let system = agent
             .system
-            .render(
+            .render_for(
                 agent.protocol,
                 &declared,
                 agent.output.as_ref().map(|(schema, _)| schema),
+                model.thinks(),
             )
             .map_err(|e| RunError::Template(e.to_string()))?;
         let mut specs = declared;

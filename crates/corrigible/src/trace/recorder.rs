@@ -113,6 +113,7 @@ impl Recorder {
             transport_retries: reply.transport_retries,
             decoding: reply.decoding.clone(),
             identical_retry,
+            reasoning: reply.reasoning.as_ref().map(|r| r.without_blocks()),
         };
         let usage = &mut self.report.usage;
         usage.model_calls += 1;
@@ -121,6 +122,11 @@ impl Recorder {
         if identical_retry {
             usage.identical_retries += 1;
         }
+        usage.reasoning_tokens += record
+            .reasoning
+            .as_ref()
+            .and_then(|r| r.tokens)
+            .unwrap_or(0);
         tracing::debug!(stage = %record.stage, latency_ms, tokens_in = record.input_tokens, tokens_out = record.output_tokens, "model call");
         self.sink.event(&TraceEvent::ModelCall {
             record: record.clone(),

@@ -1,6 +1,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::model::Reasoning;
 use crate::policy::BreakerTransition;
 use crate::rejection::Category;
 use crate::repair::RepairKind;
@@ -155,6 +156,10 @@ pub struct ModelCallRecord {
     /// Whether this correction call's reply repeated the reply it corrects word for word.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub identical_retry: bool,
+    /// The model's reasoning before its reply (without the provider's opaque blocks), when
+    /// it had any.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reasoning: Option<Reasoning>,
 }
 
 /// Totals of a run.
@@ -175,6 +180,14 @@ pub struct UsageTotals {
     /// Correction replies identical to the reply they corrected.
     #[serde(default)]
     pub identical_retries: u32,
+    /// Output tokens spent reasoning before decisions (counted in `output_tokens` too);
+    /// left out of the JSON when none.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub reasoning_tokens: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// The run report: what `corrigible run --json` prints and `POST /v1/runs`

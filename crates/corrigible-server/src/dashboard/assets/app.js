@@ -254,6 +254,13 @@ function item(kind, extraClass, label, ...body) {
 const OUTCOME_BADGE = { ok: "ok", rejected: "warn", failed: "bad", circuit_open: "violet" };
 const BREAKER_BADGE = { closed: "ok", half_open: "warn", open: "bad" };
 
+function thought(reasoning) {
+  const tokens = reasoning.tokens != null ? fmtNum(reasoning.tokens) + " tokens" : "reasoning";
+  return h("details", { class: "tl-thought" },
+    h("summary", { text: "thought · " + tokens + (reasoning.truncated ? " · cut at its bound" : "") }),
+    h("div", { class: "tl-message", text: reasoning.text || "" }));
+}
+
 function renderEvent(ev, totals, corrections) {
   switch (ev.type) {
     case "run_started":
@@ -271,7 +278,8 @@ function renderEvent(ev, totals, corrections) {
           h("span", { class: "tl-detail", text: fmtMs(r.latency_ms) }),
           h("span", { class: "tl-detail", text: fmtNum(r.input_tokens) + " → " + fmtNum(r.output_tokens) + " tokens" }),
           r.transport_retries ? h("span", { class: "badge warn", text: r.transport_retries + " transport retries" }) : null,
-          r.identical_retry ? h("span", { class: "badge warn", text: "identical retry" }) : null));
+          r.identical_retry ? h("span", { class: "badge warn", text: "identical retry" }) : null),
+        r.reasoning ? thought(r.reasoning) : null);
     }
     case "decision": {
       const d = ev.decision || {};

@@ -1,0 +1,185 @@
+//! GSM8K: grade-school math word problems, answered with the calculator.
+//!
+//! The data are the first 200 problems of the GSM8K test set (Cobbe et al., 2021; MIT
+//! license), in `bench/data/gsm8k/` with their license and attribution. They are split in
+//! two: `gsm8k:dev` (problems 0–99) is for tuning, `gsm8k:test` (problems 100–199) is for
+//! reporting only. A run passes when the number its final answer ends with (after `Answer:`
+//! when it says so) equals the reference answer.
+
+use std::fmt;
+use std::str::FromStr;
+
+use corrigible::numbers::numbers_in;
+use corrigible::{RunReport, StopReason};
+use serde::Deserialize;
+
+use crate::error::BenchError;
+use crate::suite::{Grade, Task, TaskKind};
+
+/// The embedded problems.
+pub const DATA: &str = include_str!("../../../bench/data/gsm8k/test-first200.jsonl");
+
+/// Problems in the dev split; the rest are the test split.
+pub const DEV_PROBLEMS: usize = 100;
+
+/// Executed calculator actions a problem allows: several steps, each on earlier results.
+pub const MAX_ACTIONS: u32 = 6;
+
+/// Which problems to run.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Split {
+    /// Problems 0–99: tune on these.
+    Dev,
+    /// Problems 100–199: report on these only.
+    Test,
+}
+
+impl Split {
+    /// The name used after `gsm8k:`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Split::Dev => "dev",
+            Split::Test => "test",
+        }
+    }
+
+    fn range(self) -> std::ops::Range<usize> {
+        match self {
+            Split::Dev => 0..DEV_PROBLEMS,
+            Split::Test => DEV_PROBLEMS..2 * DEV_PROBLEMS,
+        }
+    }
+}
+
+impl fmt::Display for Split {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+impl FromStr for Split {
+    type Err = BenchError;
+
+    fn from_str(s: &str) -> Result<Self, Self::Err> {
+        match s {
+            "dev" => Ok(Split::Dev),
+            "test" => Ok(Split::Test),
+            other => Err(BenchError::Usage(format!(
+                "unknown GSM8K split `{other}`: expected gsm8k:dev (problems 0-99) or \
+                 gsm8k:test (problems 100-199)"
+            ))),
+        }
+    }
+}
+
+/// A GSM8K problem's reference answer.
+#[derive(Debug, Clone, PartialEq)]
+pub struct GsmTask {
+    /// The reference answer.
+    pub answer: f64,
+}
+
+#[derive(Deserialize)]
+struct Row {
+    id: String,
+    question: String,
+    answer: String,
+}
+
+/// The problems of `split`, in order.
+pub fn load(split: Split) -> Result<Vec<Task>, BenchError> {
+    let mut tasks = Vec::new();
+    for (i, line) in DATA.lines().enumerate() {
+        if !split.range().contains(&i) {
+            continue;
+        }
+        let error = |message: String| BenchError::Suite {
+            suite: "gsm8k".to_string(),
+            line: i + 1,
+            message,
+        };
+        let row: Row = serde_json::from_str(line).map_err(|e| error(e.to_string()))?;
+        let answer = row
+            .answer
+            .replace(',', "")
+            .trim()
+            .parse::<f64>()
+            .map_err(|e| error(format!("answer `{}`: {e}", row.answer)))?;
+        tasks.push(Task {
+            id: row.id,
+            prompt: row.question,
+            max_actions: MAX_ACTIONS,
+            kind: TaskKind::Gsm8k(GsmTask { answer }),
+        });
+    }
+    if tasks.len() != DEV_PROBLEMS {
+        return Err(BenchError::Usage(format!(
+            "gsm8k:{split}: expected {DEV_PROBLEMS} problems, found {}",
+            tasks.len()
+        )));
+    }
+    Ok(tasks)
+}
+
+/// The number an answer gives: the first number after its last `Answer:`, else its last
+/// number.
+pub fn final_number(text: &str) -> Option<f64> {
+    let lower = text.to_ascii_lowercase();
+    if let Some(at) = lower.rfind("answer:")
+        && let Some(&n) = numbers_in(&text[at + "answer:".len()..]).first()
+    {
+        return Some(n);
+    }
+    numbers_in(text).last().copied()
+}
+
+impl GsmTask {
+    /// Passes when the run ends with an accepted, satisfied final answer whose number equals
+    /// the reference answer.
+    pub fn grade(&self, report: &RunReport) -> Grade {
+        if report.stop_reason != StopReason::Final {
+            return Grade::fail(format!("no final answer ({})", report.stop_reason.as_str()));
+        }
+        if !report.satisfied {
+            return Grade::fail("the final answer is unsatisfied");
+        }
+        let summary = report.final_summary.as_deref().unwrap_or("");
+        match final_number(summary) {
+            Some(got) if (got - self.answer).abs() <= 1e-6 * self.answer.abs().max(1.0) => {
+                Grade::pass()
+            }
+            Some(got) => Grade::fail(format!("answered {got}, expected {}", self.answer)),
+            None => Grade::fail(format!("no number in the answer, expected {}", self.answer)),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_splits_are_disjoint_halves() {
+        let dev = load(Split::Dev).unwrap();
+        let test = load(Split::Test).unwrap();
+        assert_eq!(dev.len(), 100);
+        assert_eq!(test.len(), 100);
+        assert_eq!(dev[0].id, "gsm8k-test-0");
+        assert_eq!(test[0].id, "gsm8k-test-100");
+        assert!(dev.iter().all(|d| test.iter().all(|t| t.id != d.id)));
+        let TaskKind::Gsm8k(first) = &dev[0].kind else {
+            panic!("not a GSM8K task")
+        };
+        assert_eq!(first.answer, 18.0);
+    }
+
+    #[test]
+    fn the_final_number_follows_answer_or_ends_the_text() {
+        assert_eq!(final_number("9 eggs at $2 each.\nAnswer: $18"), Some(18.0));
+        assert_eq!(final_number("She makes $18 a day from 9 eggs"), Some(9.0));
+        assert_eq!(final_number("Answer: 1,200 dollars, not 5"), Some(1200.0));
+        assert_eq!(final_number("answer: none. It is 7"), Some(7.0));
+        assert_eq!(final_number("no number"), None);
+        assert!("gsm8k:train".parse::<Split>().is_err());
+    }
+}

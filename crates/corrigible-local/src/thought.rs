@@ -1,0 +1,96 @@
+//! Room to think before a decision: a bounded stretch of free text decoded before the JSON
+//! decision, which is then held to its schema as usual.
+//!
+//! The thought ends where the model starts its JSON object (a token holding `{`), at the end
+//! of its turn, or at its token bound; it is then closed with a newline and the decision is
+//! decoded after it, so a thought cut at its bound still ends in a valid decision. The thought
+//! stays in the conversation: an assistant message's reasoning is shown before its decision.
+
+use corrigible::{Message, Reasoning, Role};
+
+/// Default bound of a thought, in tokens.
+pub const DEFAULT_THINK_TOKENS: usize = 192;
+
+/// What ends a thought besides its bound: the end of turn and every token that opens a JSON
+/// object (its text holds `{`).
+pub fn stops<'a>(vocab: impl IntoIterator<Item = (u32, &'a str)>, end_of_turn: &[u32]) -> Vec<u32> {
+    let mut stops: Vec<u32> = end_of_turn.to_vec();
+    stops.extend(
+        vocab
+            .into_iter()
+            .filter(|(_, text)| text.contains('{'))
+            .map(|(id, _)| id),
+    );
+    stops.sort_unstable();
+    stops.dedup();
+    stops
+}
+
+/// The conversation as a thinking model reads it: each assistant message's thought written
+/// before its decision, the way the model wrote it.
+pub fn fold(messages: &[Message]) -> Vec<Message> {
+    messages
+        .iter()
+        .map(|m| match &m.reasoning {
+            Some(r) if m.role == Role::Assistant && !r.text.trim().is_empty() => Message {
+                content: prefixed(&r.text, &m.content),
+                ..m.clone()
+            },
+            _ => m.clone(),
+        })
+        .collect()
+}
+
+/// `decision` after `thought`, on its own line.
+pub fn prefixed(thought: &str, decision: &str) -> String {
+    format!("{}\n{decision}", thought.trim())
+}
+
+/// A decoded thought: its text, the tokens it took and whether it hit its bound.
+pub fn reasoning(text: &str, tokens: usize, truncated: bool) -> Option<Reasoning> {
+    let text = text.trim();
+    (!text.is_empty()).then(|| Reasoning {
+        text: text.to_string(),
+        tokens: Some(tokens as u64),
+        truncated,
+        blocks: Vec::new(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use corrigible::MessageKind;
+
+    use super::*;
+
+    #[test]
+    fn stops_are_end_of_turn_and_brace_tokens() {
+        let vocab = [(1, "a"), (2, "{\""), (3, " {"), (4, "}"), (5, "x{y")];
+        assert_eq!(stops(vocab, &[9, 2]), vec![2, 3, 5, 9]);
+    }
+
+    #[test]
+    fn a_thought_is_written_before_its_decision() {
+        let messages = [
+            Message::request("Q"),
+            Message::assistant(MessageKind::Reply, "{}", Vec::new())
+                .with_reasoning(Some(Reasoning::text(" 2 + 2 is arithmetic. "))),
+            Message::assistant(MessageKind::Reply, "{\"a\":1}", Vec::new())
+                .with_reasoning(Some(Reasoning::text("  "))),
+        ];
+        let folded = fold(&messages);
+        assert_eq!(folded[0].content, "Q");
+        assert_eq!(folded[1].content, "2 + 2 is arithmetic.\n{}");
+        assert_eq!(folded[2].content, "{\"a\":1}");
+    }
+
+    #[test]
+    fn an_empty_thought_is_no_reasoning() {
+        assert_eq!(reasoning(" \n", 2, false), None);
+        let r = reasoning(" 9 * 2 ", 4, true).expect("reasoning");
+        assert_eq!(
+            (r.text.as_str(), r.tokens, r.truncated),
+            ("9 * 2", Some(4), true)
+        );
+    }
+}

@@ -1,0 +1,151 @@
+//! A bounded thought before the decision: recorded as reasoning, counted in the output
+//! tokens, cut at its bound into a decision that still parses.
+
+mod common;
+
+use corrigible::decision::parse_text;
+use corrigible::prompt::SystemPrompt;
+use corrigible::{
+    Category, CorrectionContext, Message, MessageKind, ModelReply, ModelRequest, Protocol,
+};
+use corrigible_local::LocalModel;
+
+const PROBLEM: &str = "A baker makes 24 muffins a day and sells them for $3 each. \
+                       How much does she earn in 5 days?";
+
+fn thinking_request(prompt: &str) -> ModelRequest {
+    let tools = common::tools();
+    let system = SystemPrompt::default()
+        .render_for(Protocol::Json, &tools, None, true)
+        .expect("renders");
+    let mut request = common::request(prompt, tools);
+    request.messages[0] = Message::system(system);
+    request
+}
+
+fn decided(reply: &ModelReply) {
+    let text = reply.text.as_deref().expect("a text reply");
+    assert!(
+        parse_text(text, false).decision.is_ok(),
+        "not a decision: {text}"
+    );
+    assert!(!text.trim_start().starts_with(|c: char| c.is_alphabetic()));
+}
+
+fn thinker(think_tokens: usize) -> Option<LocalModel> {
+    common::model_with(|c| c.think_tokens = think_tokens)
+}
+
+#[test]
+fn a_thought_comes_before_the_decision_and_is_counted() {
+    let Some(m) = thinker(96) else { return };
+    let reply = m
+        .complete_blocking(&thinking_request(PROBLEM))
+        .expect("answers");
+    decided(&reply);
+    let reasoning = reply.reasoning.as_ref().expect("the model thought first");
+    let tokens = reasoning.tokens.expect("counted") as usize;
+    assert!(tokens > 0 && tokens <= 96, "{tokens} tokens");
+    assert!(!reasoning.text.contains('{'), "{}", reasoning.text);
+    assert_eq!(reasoning.truncated, tokens == 96);
+    assert!(reply.usage.output_tokens as usize > tokens);
+    let prompt = m
+        .tokenizer()
+        .encode(
+            &m.render(&thinking_request(PROBLEM).messages)
+                .expect("renders"),
+        )
+        .expect("encodes");
+    assert_eq!(reply.usage.input_tokens as usize, prompt.len());
+}
+
+#[test]
+fn a_thought_past_its_bound_is_cut_into_a_valid_decision() {
+    let Some(m) = thinker(6) else { return };
+    let reply = m
+        .complete_blocking(&thinking_request(PROBLEM))
+        .expect("answers");
+    decided(&reply);
+    let reasoning = reply.reasoning.as_ref().expect("the model thought first");
+    assert_eq!(reasoning.tokens, Some(6));
+    assert!(reasoning.truncated);
+}
+
+#[test]
+fn no_thought_budget_decides_at_once() {
+    let Some(m) = thinker(0) else { return };
+    let reply = m
+        .complete_blocking(&thinking_request(PROBLEM))
+        .expect("answers");
+    decided(&reply);
+    assert_eq!(reply.reasoning, None);
+    assert!(reply.text.as_deref().unwrap_or("").starts_with('{'));
+}
+
+#[test]
+fn a_correction_round_thinks_about_its_feedback() {
+    let Some(m) = thinker(48) else { return };
+    let mut request = thinking_request("What is 17 * 23?");
+    let rejected = r#"{"state":"action","reason":"math","tool":"calculator","tool_input":{"expression":"17 times 23"}}"#;
+    request
+        .messages
+        .push(Message::assistant(MessageKind::Reply, rejected, Vec::new()));
+    request.messages.push(Message::user(
+        MessageKind::Feedback,
+        "The calculator needs digits and operators, such as 17 * 23. Request: What is 17 * 23?",
+    ));
+    request.stage = corrigible::Stage::new(1, 1);
+    request.correction = Some(CorrectionContext {
+        category: Category::InvalidToolInput,
+        rejected_reply: rejected.into(),
+        tool: Some("calculator".into()),
+        failed_actions: Vec::new(),
+        round: 1,
+        repeated_in_slot: 0,
+        facts: Vec::new(),
+        cover_tools: Vec::new(),
+        done_actions: Vec::new(),
+        no_numbers_yet: false,
+        budget_spent: false,
+    });
+    let reply = m.complete_blocking(&request).expect("answers");
+    decided(&reply);
+    assert_ne!(reply.text.as_deref(), Some(rejected));
+    let reasoning = reply.reasoning.as_ref().expect("the round thought first");
+    assert!(reasoning.tokens.unwrap_or(0) <= 48);
+}
+
+#[test]
+fn an_earlier_thought_is_shown_before_its_decision_only_to_a_thinker() {
+    let (Some(thinking), Some(plain)) = (thinker(4), thinker(0)) else {
+        return;
+    };
+    let action = r#"{"state":"action","reason":"math","tool":"calculator","tool_input":{"expression":"17 * 23"}}"#;
+    let thought = "17 * 23 needs the calculator.";
+    let with = |reasoning: Option<corrigible::Reasoning>| {
+        let mut request = thinking_request("What is 17 * 23?");
+        request.messages.push(
+            Message::assistant(MessageKind::Reply, action, Vec::new()).with_reasoning(reasoning),
+        );
+        request.messages.push(Message::user(
+            MessageKind::ToolResult,
+            r#"<tool_result tool="calculator">391</tool_result>"#,
+        ));
+        request
+    };
+    let input = |m: &LocalModel, request: &ModelRequest| {
+        m.complete_blocking(request)
+            .expect("answers")
+            .usage
+            .input_tokens as usize
+    };
+    let shown = input(&thinking, &with(Some(corrigible::Reasoning::text(thought))));
+    let bare = input(&thinking, &with(None));
+    let thought_tokens = thinking.tokenizer().encode(thought).expect("encodes").len();
+    assert!(
+        shown >= bare + thought_tokens,
+        "{shown} prompt tokens with the thought, {bare} without"
+    );
+    let hidden = input(&plain, &with(Some(corrigible::Reasoning::text(thought))));
+    assert_eq!(hidden, input(&plain, &with(None)));
+}
