@@ -87,7 +87,9 @@ impl FromStr for PolicyKind {
             .into_iter()
             .find(|p| p.as_str() == s.trim())
             .ok_or_else(|| {
-                format!("unknown policy `{s}`: expected bare, one-shot, repair, self-correct or strict")
+                format!(
+                    "unknown policy `{s}`: expected bare, one-shot, repair, self-correct or strict"
+                )
             })
     }
 }

@@ -66,8 +66,8 @@ pub struct ModelArgs {
     /// Path of a GGUF file for the embedded model (default: CORRIGIBLE_MODEL, or the model directory).
     #[arg(long)]
     pub model_path: Option<PathBuf>,
-    /// Tokens of free thought the embedded model may write before each decision (default
-    /// 192; 0 decides at once).
+    /// Tokens of free thought the embedded model may write before each decision (default 0:
+    /// it decides at once; 192 is a good bound to try).
     #[arg(long)]
     pub think_tokens: Option<usize>,
 }

@@ -33,6 +33,8 @@ pub struct Generation {
     pub reused: usize,
     /// Why it ended.
     pub stop: StopReason,
+    /// The stop token that ended it, when one did (it is not in `tokens`).
+    pub stop_token: Option<u32>,
     /// Time spent pre-filling the prompt.
     pub prefill_time: Duration,
     /// Time spent generating.
@@ -165,6 +167,7 @@ impl Runner {
         let mut margins = Vec::new();
         let mut loops_cut = 0;
         let mut cut_restart: Option<u32> = None;
+        let mut stop_token = None;
         let stop = loop {
             if let Some(c) = params.constraint.as_mut() {
                 c.mask(&mut logits)?;
@@ -193,6 +196,7 @@ impl Runner {
                 ));
             };
             if params.stop_tokens.contains(&token) {
+                stop_token = Some(token);
                 break StopReason::EndOfTurn;
             }
             tokens.push(token);
@@ -232,6 +236,7 @@ impl Runner {
             prefilled: prompt.len() - reused,
             reused,
             stop,
+            stop_token,
             prefill_time,
             decode_time: start.elapsed(),
             margins,
@@ -271,6 +276,7 @@ mod tests {
             prefilled: 0,
             reused: 0,
             stop: StopReason::EndOfTurn,
+            stop_token: None,
             prefill_time: Duration::ZERO,
             decode_time: Duration::ZERO,
             margins: vec![f32::INFINITY, 0.7, 0.2, 0.1],

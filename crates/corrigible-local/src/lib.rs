@@ -37,5 +37,5 @@ pub use path::{
     local_model_path, model_path_from_env, resolve_model_path,
 };
 pub use template::{CHATML_TEMPLATE, ChatTemplate};
-pub use thought::DEFAULT_THINK_TOKENS;
+pub use thought::{DEFAULT_THINK_TOKENS, SUGGESTED_THINK_TOKENS};
 pub use tokenizer::Tokenizer;

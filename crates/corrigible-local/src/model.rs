@@ -324,45 +324,73 @@ impl Inner {
     }
 
     /// Free thought after `prompt` (the rendered prompt text, `tokens` once encoded), up to
-    /// `think_tokens`: the prompt the decision is decoded from (with the thought and its
-    /// closing newline when there is one), the prompt tokens reused from the cache, and the
-    /// thought.
+    /// `think_tokens`.
     fn think(
         &self,
         prompt: &str,
         tokens: Vec<u32>,
         think_tokens: usize,
-    ) -> Result<(Vec<u32>, Option<usize>, Option<Thought>), LocalError> {
+    ) -> Result<Thinking, LocalError> {
         if think_tokens == 0 {
-            return Ok((tokens, None, None));
+            return Ok(Thinking {
+                prompt: tokens,
+                reused: None,
+                thought: None,
+            });
         }
-        let params = DecodeParams {
-            max_tokens: think_tokens,
-            stop_tokens: &self.thought_stops,
-            sampler: self.sampler(),
-            constraint: None,
-            ban: None,
-            closers: Some(&[]),
+        let mut thought: Vec<u32> = Vec::new();
+        let mut reused = None;
+        let truncated = loop {
+            let params = DecodeParams {
+                max_tokens: think_tokens - thought.len(),
+                stop_tokens: &self.thought_stops,
+                sampler: self.sampler(),
+                constraint: None,
+                ban: None,
+                closers: Some(&[]),
+            };
+            let context = [tokens.as_slice(), thought.as_slice()].concat();
+            let generation = self.lock().runner.generate(&context, params)?;
+            reused.get_or_insert(generation.reused);
+            thought.extend(&generation.tokens);
+            if generation.stop == StopReason::MaxTokens {
+                break true;
+            }
+            let Some(brace) = generation
+                .stop_token
+                .filter(|t| !self.tokenizer.stop_tokens().contains(t))
+            else {
+                break false;
+            };
+            let before = self.tokenizer.decode(&thought)?;
+            let token = self.tokenizer.decode(&[brace])?;
+            if crate::thought::opens_decision(&before, &token) {
+                break false;
+            }
+            thought.push(brace);
+            if thought.len() >= think_tokens {
+                break true;
+            }
         };
-        let generation = self.lock().runner.generate(&tokens, params)?;
-        let text = self.tokenizer.decode(&generation.tokens)?;
-        let truncated = generation.stop == StopReason::MaxTokens;
-        let reused = Some(generation.reused);
-        let Some(reasoning) = crate::thought::reasoning(&text, generation.tokens.len(), truncated)
-        else {
-            return Ok((tokens, reused, None));
+        let text = self.tokenizer.decode(&thought)?;
+        let Some(reasoning) = crate::thought::reasoning(&text, thought.len(), truncated) else {
+            return Ok(Thinking {
+                prompt: tokens,
+                reused,
+                thought: None,
+            });
         };
         let decision_prompt = self
             .tokenizer
             .encode(&format!("{prompt}{}\n", reasoning.text))?;
-        Ok((
-            decision_prompt,
+        Ok(Thinking {
+            prompt: decision_prompt,
             reused,
-            Some(Thought {
+            thought: Some(Thought {
                 reasoning,
-                tokens: generation.tokens.len(),
+                tokens: thought.len(),
             }),
-        ))
+        })
     }
 
     fn complete(&self, request: &ModelRequest, bounds: Bounds) -> Result<ModelReply, LocalError> {
@@ -379,7 +407,11 @@ impl Inner {
         let prompt = self.template.render(&messages)?;
         let prompt_tokens = self.tokenizer.encode(&prompt)?;
         let input_tokens = prompt_tokens.len();
-        let (tokens, reused, thought) = self.think(&prompt, prompt_tokens, bounds.think_tokens)?;
+        let Thinking {
+            prompt: tokens,
+            reused,
+            thought,
+        } = self.think(&prompt, prompt_tokens, bounds.think_tokens)?;
         let caps = StringCaps::fitting(bounds.max_tokens);
         let mut reply = match &request.correction {
             None => {
@@ -555,6 +587,15 @@ fn reply(
         }),
         reasoning: None,
     }
+}
+
+/// What the thought phase leaves for the decision: the prompt to decode it from (the thought
+/// and its closing newline appended, when there is one), the prompt tokens reused from the
+/// cache, and the thought.
+struct Thinking {
+    prompt: Vec<u32>,
+    reused: Option<usize>,
+    thought: Option<Thought>,
 }
 
 /// A thought decoded before a decision.

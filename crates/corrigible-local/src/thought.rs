@@ -1,18 +1,24 @@
 //! Room to think before a decision: a bounded stretch of free text decoded before the JSON
 //! decision, which is then held to its schema as usual.
 //!
-//! The thought ends where the model starts its JSON object (a token holding `{`), at the end
-//! of its turn, or at its token bound; it is then closed with a newline and the decision is
+//! The thought ends where the model starts its JSON object (a token whose `{` opens a line),
+//! at the end of its turn, or at its token bound; a `{` inside a line (LaTeX, code, a set)
+//! belongs to the thought; it is then closed with a newline and the decision is
 //! decoded after it, so a thought cut at its bound still ends in a valid decision. The thought
 //! stays in the conversation: an assistant message's reasoning is shown before its decision.
 
 use corrigible::{Message, Reasoning, Role};
 
-/// Default bound of a thought, in tokens.
-pub const DEFAULT_THINK_TOKENS: usize = 192;
+/// Default bound of a thought, in tokens: 0, no thought. Thinking is an opt-in until it is
+/// measured to help (see `docs/thinking.md`).
+pub const DEFAULT_THINK_TOKENS: usize = 0;
 
-/// What ends a thought besides its bound: the end of turn and every token that opens a JSON
-/// object (its text holds `{`).
+/// The bound of a thought suggested when thinking is turned on, in tokens, and the free-text
+/// budget the bench's `bare` policy adds to the decision's.
+pub const SUGGESTED_THINK_TOKENS: usize = 192;
+
+/// What may end a thought besides its bound: the end of turn and every token whose text holds
+/// `{` (see [`opens_decision`] for which of those do).
 pub fn stops<'a>(vocab: impl IntoIterator<Item = (u32, &'a str)>, end_of_turn: &[u32]) -> Vec<u32> {
     let mut stops: Vec<u32> = end_of_turn.to_vec();
     stops.extend(
@@ -24,6 +30,17 @@ pub fn stops<'a>(vocab: impl IntoIterator<Item = (u32, &'a str)>, end_of_turn: &
     stops.sort_unstable();
     stops.dedup();
     stops
+}
+
+/// Whether `token`, a stop token holding `{`, written after the thought `before`, opens the
+/// decision: its `{` starts a line (or the thought is still empty), or opens a quoted key.
+pub fn opens_decision(before: &str, token: &str) -> bool {
+    let Some((head, tail)) = token.split_once('{') else {
+        return true;
+    };
+    let line = format!("{before}{head}");
+    let last = line.rsplit('\n').next().unwrap_or("");
+    last.trim().is_empty() || tail.starts_with('"')
 }
 
 /// The conversation as a thinking model reads it: each assistant message's thought written
@@ -67,6 +84,18 @@ mod tests {
     fn stops_are_end_of_turn_and_brace_tokens() {
         let vocab = [(1, "a"), (2, "{\""), (3, " {"), (4, "}"), (5, "x{y")];
         assert_eq!(stops(vocab, &[9, 2]), vec![2, 3, 5, 9]);
+    }
+
+    #[test]
+    fn only_a_brace_that_opens_a_line_opens_the_decision() {
+        assert!(opens_decision("", "{\""));
+        assert!(opens_decision("  ", " {"));
+        assert!(opens_decision("So 7 * 12 - 30.\n", "{\""));
+        assert!(opens_decision("So 7 * 12 - 30.", "\n{"));
+        assert!(!opens_decision("Distance: \\(2 \\text", "{"));
+        assert!(!opens_decision("the set", " {1, 2}"));
+        assert!(!opens_decision("x\nfn main() ", "{"));
+        assert!(opens_decision("Call it: ", "{\""));
     }
 
     #[test]

@@ -85,14 +85,18 @@ fn no_thought_budget_decides_at_once() {
 #[test]
 fn a_correction_round_thinks_about_its_feedback() {
     let Some(m) = thinker(48) else { return };
-    let mut request = thinking_request("What is 17 * 23?");
-    let rejected = r#"{"state":"action","reason":"math","tool":"calculator","tool_input":{"expression":"17 times 23"}}"#;
-    request
-        .messages
-        .push(Message::assistant(MessageKind::Reply, rejected, Vec::new()));
+    let mut request = thinking_request(PROBLEM);
+    let rejected = r#"{"state":"action","reason":"math","tool":"calculator","tool_input":{"expression":"24 muffins times 3 dollars times 5 days"}}"#;
+    request.messages.push(
+        Message::assistant(MessageKind::Reply, rejected, Vec::new()).with_reasoning(Some(
+            corrigible::Reasoning::text("She earns 24 muffins times 3 dollars times 5 days."),
+        )),
+    );
     request.messages.push(Message::user(
         MessageKind::Feedback,
-        "The calculator needs digits and operators, such as 17 * 23. Request: What is 17 * 23?",
+        "The calculator needs digits and operators, such as 17 * 23. Think again about the \
+         request, then decide: A baker makes 24 muffins a day and sells them for $3 each. \
+         How much does she earn in 5 days?",
     ));
     request.stage = corrigible::Stage::new(1, 1);
     request.correction = Some(CorrectionContext {

@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
-use corrigible::{Model, ModelError, ModelReply, ModelRequest, ToolCall, Usage};
+use corrigible::{Model, ModelError, ModelReply, ModelRequest, Reasoning, ToolCall, Usage};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -42,6 +42,8 @@ struct LineSpec {
     transport_error: Option<String>,
     #[serde(default)]
     usage: Option<UsageSpec>,
+    #[serde(default)]
+    reasoning: Option<String>,
 }
 
 #[derive(Debug, Deserialize)]
@@ -74,7 +76,8 @@ enum Entry {
 ///
 /// Each non-blank line is one of `{"text": "…"}`, `{"tool_calls": [{"name": "…",
 /// "arguments": "<string or object>"}]}` or `{"transport_error": "…"}`, optionally with
-/// `"usage": {"input_tokens": N, "output_tokens": N}`. String arguments are kept verbatim
+/// `"usage": {"input_tokens": N, "output_tokens": N}` and the reasoning the model wrote
+/// before the reply, `"reasoning": "…"`. String arguments are kept verbatim
 /// (even broken JSON); other values are serialized. Calls without an `"id"` are numbered
 /// `call_1`, `call_2`, … across the file. Once the lines run out, every call is a transport
 /// error ("replay exhausted").
@@ -165,10 +168,12 @@ fn entry(spec: LineSpec, line: usize, next_id: &mut usize) -> Result<Entry, Repl
         })
         .unwrap_or_default();
     if let Some(message) = spec.transport_error {
-        if spec.text.is_some() || spec.tool_calls.is_some() {
+        if spec.text.is_some() || spec.tool_calls.is_some() || spec.reasoning.is_some() {
             return Err(ReplayError::Line {
                 line,
-                message: "`transport_error` cannot be combined with `text` or `tool_calls`".into(),
+                message: "`transport_error` cannot be combined with `text`, `tool_calls` or \
+                          `reasoning`"
+                    .into(),
             });
         }
         return Ok(Entry::TransportError(message));
@@ -198,6 +203,7 @@ fn entry(spec: LineSpec, line: usize, next_id: &mut usize) -> Result<Entry, Repl
         text: spec.text,
         tool_calls,
         usage,
+        reasoning: spec.reasoning.map(Reasoning::text),
         ..ModelReply::default()
     }))
 }

@@ -132,3 +132,18 @@ async fn from_file_reads_jsonl() {
     assert!(model.complete(&request()).await.is_ok());
     std::fs::remove_dir_all(&dir).ok();
 }
+
+#[tokio::test]
+async fn a_line_may_carry_the_reasoning_before_its_reply() {
+    let model = ReplayModel::from_str(
+        "{\"text\": \"{}\", \"reasoning\": \"2 + 2 is arithmetic.\"}\n{\"text\": \"{}\"}\n",
+    )
+    .unwrap();
+    let first = model.complete(&request()).await.unwrap();
+    assert_eq!(
+        first.reasoning,
+        Some(corrigible::Reasoning::text("2 + 2 is arithmetic."))
+    );
+    assert_eq!(model.complete(&request()).await.unwrap().reasoning, None);
+    assert!(ReplayModel::from_str("{\"transport_error\": \"x\", \"reasoning\": \"y\"}").is_err());
+}

@@ -27,6 +27,11 @@ async fn post_returns_the_run_report() {
     assert_eq!(report["satisfied"], true);
     assert_eq!(report["stop_reason"], "final");
     assert_eq!(report["final_summary"], "2*(3+4) = 14");
+    assert_eq!(
+        report["model_calls"][2]["reasoning"]["text"],
+        "The calculator computes 2*(3+4)."
+    );
+    assert_eq!(report["model_calls"][1]["reasoning"], Value::Null);
     assert_eq!(report["missing"], Value::Null);
     assert_eq!(report["steps"][0]["tool"], "calculator");
     assert_eq!(report["steps"][0]["outcome"], "ok");

@@ -146,6 +146,14 @@ async fn the_timeline_shows_two_corrections_and_their_total() {
             .text()
             .await?;
         assert!(tool.contains("calculator") && tool.contains("ok"), "{tool}");
+        let thought = client
+            .find(Locator::Css(
+                "#timeline li.model_call details.tl-thought summary",
+            ))
+            .await?
+            .text()
+            .await?;
+        assert_eq!(thought, "thought · reasoning");
         screenshot(&client, "run.png").await;
 
         client.goto(&server.url("/#/")).await?;

@@ -28,28 +28,20 @@ fn calculator() -> WorkedExample {
     }
 }
 
-/// A word problem worked in two calculator steps, the second on the first one's result.
+/// A word problem reasoned through in the thought, each quantity written as an expression,
+/// then computed in one calculator call.
 fn word_problem() -> WorkedExample {
     WorkedExample {
         request: "A crate holds 12 bottles. A shop gets 7 crates and sells 30 bottles. How many bottles are left?".into(),
-        steps: vec![
-            ExampleStep {
-                reason: "Bottles delivered.".into(),
-                tool: CALCULATOR.into(),
-                input: json!({"expression": "7 * 12"}),
-                result: "84".into(),
-                thought: Some("7 crates of 12 bottles make 7 * 12 bottles, then 30 are sold. First the bottles delivered: 7 * 12.".into()),
-            },
-            ExampleStep {
-                reason: "Bottles left after selling 30.".into(),
-                tool: CALCULATOR.into(),
-                input: json!({"expression": "84 - 30"}),
-                result: "54".into(),
-                thought: Some("The shop got 84 bottles and sold 30, so 84 - 30 are left.".into()),
-            },
-        ],
+        steps: vec![ExampleStep {
+            reason: "Bottles left after selling 30.".into(),
+            tool: CALCULATOR.into(),
+            input: json!({"expression": "7 * 12 - 30"}),
+            result: "54".into(),
+            thought: Some("The shop gets 7 crates of 12 bottles: 7 * 12 bottles. It sells 30 of them, so 7 * 12 - 30 bottles are left. The question asks for the bottles left: 7 * 12 - 30.".into()),
+        }],
         answer: "54 bottles are left.".into(),
-        thought: Some("The calculator says 54 bottles are left.".into()),
+        thought: Some("The calculator says 7 * 12 - 30 = 54, the bottles left, which is what the question asks.".into()),
     }
 }
 

@@ -12,7 +12,7 @@ use crate::model::{Protocol, ToolSpec};
 pub const DEFAULT_SYSTEM_TEMPLATE: &str = r#"You are a careful agent. Answer the user's request, calling a tool when one helps.
 {%- if protocol == "json" %}
 {%- if think %}
-First think step by step in a few plain sentences: which numbers the request and the tool results give, and what to do next. Then write exactly one JSON object on its own line, in one of two shapes:
+First think step by step in plain sentences: what the request asks for, and how to get it from the numbers in the request and the tool results. Write each quantity as an arithmetic expression and do not work out its value yourself: a tool computes it. Then write exactly one JSON object on its own line, in one of two shapes:
 {%- else %}
 Reply with exactly one JSON object and nothing else, in one of two shapes:
 {%- endif %}
