@@ -136,6 +136,35 @@ fn human_output_shows_the_timeline_and_totals() {
 }
 
 #[test]
+fn a_model_calls_reasoning_is_shown_under_it_and_kept_in_the_report() {
+    let thinking = r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "reasoning": "Seven doubled: the calculator computes 2*(3+4)."}"#;
+    let file = replay(&[thinking, FINAL]);
+    let args = [
+        "run",
+        "--model",
+        &spec(&file),
+        "--tools",
+        "calculator",
+        "What is 2*(3+4)?",
+    ];
+    let out = corrigible(&args);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("… thought (reasoning): Seven doubled: the calculator computes 2*(3+4)."),
+        "{text}"
+    );
+    assert_eq!(text.matches("… thought").count(), 1, "{text}");
+    let out = corrigible(&[&args[..5], &["--json", args[5]]].concat());
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(
+        report["model_calls"][0]["reasoning"]["text"],
+        "Seven doubled: the calculator computes 2*(3+4)."
+    );
+    assert_eq!(report["model_calls"][1]["reasoning"], Value::Null);
+}
+
+#[test]
 fn the_example_replay_repairs_and_corrects() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),

@@ -86,7 +86,9 @@ fn direct() -> WorkedExample {
 
 /// The default worked examples for an agent with the tools named `tools`: one answered
 /// directly, then one for each of time, weather and calculator among them, in that order, and
-/// with the calculator a word problem worked in two steps.
+/// a word problem when the calculator is the only built-in tool. With the other tools offered
+/// the word problem is left out: measured on `tools:test`, SmolLM2-135M fell from 13/30 to
+/// 10/30 with it.
 /// None when no built-in tool is among them: a lone direct answer teaches a small model never
 /// to call a tool (measured on BFCL: every task answered without a call).
 pub fn builtin_examples<S: AsRef<str>>(tools: &[S]) -> Vec<WorkedExample> {
@@ -100,7 +102,9 @@ pub fn builtin_examples<S: AsRef<str>>(tools: &[S]) -> Vec<WorkedExample> {
     }
     if has(CALCULATOR) {
         examples.push(calculator());
-        examples.push(word_problem());
+        if !has(TIME) && !has(WEATHER) {
+            examples.push(word_problem());
+        }
     }
     if examples.len() == 1 {
         examples.clear();
@@ -117,15 +121,16 @@ mod tests {
     fn a_direct_answer_then_one_example_per_tool() {
         let all = builtin_examples(&[CALCULATOR, TIME, WEATHER]);
         let tools: Vec<Vec<&str>> = all.iter().map(|e| e.tools().collect()).collect();
+        assert_eq!(tools, [vec![], vec![TIME], vec![WEATHER], vec![CALCULATOR]]);
+        let calculator_only = builtin_examples(&[CALCULATOR]);
+        let tools: Vec<Vec<&str>> = calculator_only
+            .iter()
+            .map(|e| e.tools().collect())
+            .collect();
+        assert_eq!(tools, [vec![], vec![CALCULATOR], vec![CALCULATOR]]);
         assert_eq!(
-            tools,
-            [
-                vec![],
-                vec![TIME],
-                vec![WEATHER],
-                vec![CALCULATOR],
-                vec![CALCULATOR, CALCULATOR]
-            ]
+            calculator_only[2].steps[0].input["expression"],
+            "7 * 12 - 30"
         );
         let weather_only = builtin_examples(&[WEATHER]);
         assert_eq!(weather_only.len(), 2);
