@@ -26,7 +26,7 @@ pub enum SuiteSpec {
     /// BFCL categories (`bfcl:simple`, …, or `bfcl` for all four).
     Bfcl(Vec<BfclCategory>),
     /// GSM8K word problems with the calculator (`gsm8k:dev` or `gsm8k:test`).
-    Gsm8k(gsm8k::Split),
+    Gsm8k(Split),
 }
 
 impl FromStr for SuiteSpec {
@@ -47,7 +47,7 @@ impl FromStr for SuiteSpec {
                     return Ok(SuiteSpec::Bfcl(vec![category.parse()?]));
                 }
                 if let Some(split) = other.strip_prefix("gsm8k:") {
-                    return Ok(SuiteSpec::Gsm8k(split.parse()?));
+                    return Ok(SuiteSpec::Gsm8k(gsm8k::parse_split(split)?));
                 }
                 Err(BenchError::Usage(format!(
                     "unknown suite `{other}`: expected tools, tools:dev, tools:test, tools:FILE, \
@@ -71,7 +71,7 @@ impl fmt::Display for SuiteSpec {
                 let names: Vec<&str> = cats.iter().map(|c| c.as_str()).collect();
                 write!(f, "bfcl:{}", names.join(","))
             }
-            SuiteSpec::Gsm8k(split) => write!(f, "gsm8k:{split}"),
+            SuiteSpec::Gsm8k(split) => write!(f, "gsm8k:{}", split.as_str()),
         }
     }
 }
@@ -312,7 +312,7 @@ mod tests {
         assert!("bfcl:live".parse::<SuiteSpec>().is_err());
         assert!("mmlu".parse::<SuiteSpec>().is_err());
         let test = "gsm8k:test".parse::<SuiteSpec>().unwrap();
-        assert_eq!(test, SuiteSpec::Gsm8k(gsm8k::Split::Test));
+        assert_eq!(test, SuiteSpec::Gsm8k(Split::Test));
         assert_eq!(test.to_string(), "gsm8k:test");
     }
 }
