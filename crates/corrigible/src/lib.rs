@@ -8,6 +8,7 @@
 #![deny(missing_docs)]
 
 pub mod agent;
+pub mod arithmetic;
 pub mod context;
 pub mod coverage;
 pub mod decision;

@@ -25,6 +25,9 @@ pub enum Category {
     RepeatedAction,
     /// `satisfied: true` while every executed tool failed.
     UngroundedFinal,
+    /// `satisfied: true` with an answer that rests on a wrong calculation: one the answer
+    /// states (`5 * 3 = 16`), or one of the reasoning before it whose result the answer uses.
+    WrongArithmetic,
     /// `satisfied: true` while the tools returned facts (numbers, short strings) and the
     /// answer states none of them.
     UnstatedResult,
@@ -49,7 +52,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 16] = [
+    pub const ALL: [Category; 17] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
@@ -58,6 +61,7 @@ impl Category {
         Category::RepeatedFailedAction,
         Category::RepeatedAction,
         Category::UngroundedFinal,
+        Category::WrongArithmetic,
         Category::UnstatedResult,
         Category::UngroundedArgument,
         Category::UncoveredRequest,
@@ -79,6 +83,7 @@ impl Category {
             Category::RepeatedFailedAction => "repeated_failed_action",
             Category::RepeatedAction => "repeated_action",
             Category::UngroundedFinal => "ungrounded_final",
+            Category::WrongArithmetic => "wrong_arithmetic",
             Category::UnstatedResult => "unstated_result",
             Category::UngroundedArgument => "ungrounded_argument",
             Category::UncoveredRequest => "uncovered_request",
@@ -102,6 +107,7 @@ impl Category {
                 | Category::RepeatedFailedAction
                 | Category::RepeatedAction
                 | Category::UngroundedFinal
+                | Category::WrongArithmetic
                 | Category::UnstatedResult
                 | Category::UngroundedArgument
                 | Category::UncoveredRequest

@@ -367,6 +367,63 @@ async fn an_answer_that_states_no_tool_result_is_corrected() {
     assert_eq!(report.final_summary.as_deref(), Some("2*(3+4) is 14."));
 }
 
+fn thought(reasoning: &str, reply: &str) -> Result<corrigible::ModelReply, corrigible::ModelError> {
+    Ok(corrigible::ModelReply {
+        reasoning: Some(corrigible::Reasoning::text(reasoning)),
+        ..text(reply)
+    })
+}
+
+#[tokio::test]
+async fn an_answer_resting_on_a_slip_in_the_reasoning_is_corrected() {
+    let model = Arc::new(Scripted::new(vec![
+        thought(
+            "Seattle has 20 sheep, Charleston 80 and Toulouse 160, so 20 + 80 + 160 = 460.",
+            &final_answer(true, "They have 460 sheep together."),
+        ),
+        thought(
+            "20 + 80 + 160 = 260.",
+            &final_answer(true, "They have 260 sheep together."),
+        ),
+    ]));
+    let report = Agent::builder_shared(model.clone())
+        .build()
+        .unwrap()
+        .run("How many sheep do Toulouse, Charleston and Seattle have together?")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(c.category, Category::WrongArithmetic);
+    assert_eq!((c.stage.as_str(), c.corrected), ("step_1", true));
+    assert!(
+        c.error.contains("`20 + 80 + 160 is 260, not 460`"),
+        "{}",
+        c.error
+    );
+    assert!(report.satisfied);
+    assert_eq!(
+        report.final_summary.as_deref(),
+        Some("They have 260 sheep together.")
+    );
+    let feedback = model.request(1).correction.unwrap();
+    assert_eq!(feedback.category, Category::WrongArithmetic);
+}
+
+#[tokio::test]
+async fn a_slip_the_answer_does_not_use_is_left_alone() {
+    let model = Arc::new(Scripted::new(vec![thought(
+        "12 * 3 = 38, no: 12 * 3 = 36, and 36 * 2 = 72.",
+        &final_answer(true, "They pay $72."),
+    )]));
+    let report = Agent::builder_shared(model)
+        .build()
+        .unwrap()
+        .run("Two friends each buy 3 tickets at $12. What do they pay?")
+        .await
+        .unwrap();
+    assert!(report.satisfied && report.corrections.is_empty());
+}
+
 #[tokio::test]
 async fn failures_grounding_accepts_an_answer_that_states_no_result() {
     let model = Arc::new(Scripted::texts(&[

@@ -1,18 +1,14 @@
 //! The `calculator` tool: an arithmetic expression in, a JSON number out.
 
-mod expression;
-mod functions;
-mod lexer;
-mod parser;
-
 use async_trait::async_trait;
 use corrigible::{GroundedArgument, ToolContext, ToolOutcome, TypedTool};
 use schemars::JsonSchema;
 use serde::Deserialize;
 use serde_json::{Value, json};
 
-pub use expression::{Evaluation, ExpressionError, MAX_EXPRESSION_CHARS, evaluate, evaluate_noted};
-pub use functions::FUNCTIONS;
+pub use corrigible::arithmetic::{
+    Evaluation, ExpressionError, FUNCTIONS, MAX_EXPRESSION_CHARS, evaluate, evaluate_noted,
+};
 
 /// The calculator tool's name.
 pub const CALCULATOR: &str = "calculator";

@@ -167,12 +167,13 @@ impl<'a> Run<'a> {
                 .await?;
             let decisions = self.parse(step, &stage, &reply);
             self.history.reply(&reply);
+            let reasoning = reply.reasoning.as_ref().map_or("", |r| r.text.as_str());
 
             let mut executed = false;
             let mut rejections = Vec::new();
             for parsed in decisions {
                 let call_id = parsed.call_id.clone();
-                let verdict = match parsed.decision.and_then(|d| self.validate(d)) {
+                let verdict = match parsed.decision.and_then(|d| self.validate(d, reasoning)) {
                     Err(rejection) => Verdict::Rejected(rejection, call_id),
                     Ok(decision) => {
                         self.rec.decision(step, &stage, &decision);

@@ -1,4 +1,5 @@
 use super::run::Run;
+use crate::arithmetic::{Claim, slips};
 use crate::decision::Decision;
 use crate::fingerprint::fingerprint;
 use crate::grounding::Evidence;
@@ -11,8 +12,13 @@ const MAX_SHOWN_RESULT_CHARS: usize = 300;
 const MAX_FACTS: usize = 16;
 
 impl Run<'_> {
-    /// Checks a parsed decision against the registry, the run's failures and its evidence.
-    pub(crate) fn validate(&self, decision: Decision) -> Result<Decision, Rejection> {
+    /// Checks a parsed decision against the registry, the run's failures and its evidence;
+    /// `reasoning` is what the model thought before it.
+    pub(crate) fn validate(
+        &self,
+        decision: Decision,
+        reasoning: &str,
+    ) -> Result<Decision, Rejection> {
         match &decision {
             Decision::Action(action) => {
                 if self.budget_spent() {
@@ -74,6 +80,15 @@ impl Run<'_> {
                          supports the answer; try a different action, or answer with satisfied false \
                          and say what failed",
                     ));
+                }
+                if answer.satisfied && self.policy.checks.wrong_arithmetic {
+                    let slips = slips(&answer.summary, reasoning);
+                    if !slips.is_empty() {
+                        return Err(Rejection::new(
+                            Category::WrongArithmetic,
+                            wrong_arithmetic_message(&slips),
+                        ));
+                    }
                 }
                 if answer.satisfied
                     && self.policy.checks.unstated_result
@@ -156,6 +171,23 @@ impl Run<'_> {
             names.join(", ")
         )
     }
+}
+
+/// Most wrong calculations a `wrong_arithmetic` correction lists.
+const MAX_SLIPS: usize = 3;
+
+/// The `wrong_arithmetic` feedback: each slip with its right value, and what to do.
+fn wrong_arithmetic_message(slips: &[Claim]) -> String {
+    let shown: Vec<String> = slips
+        .iter()
+        .take(MAX_SLIPS)
+        .map(|s| format!("`{s}`"))
+        .collect();
+    format!(
+        "the answer rests on a wrong calculation: {}; redo the calculation with the right \
+         values (use a tool for the arithmetic where there is one), then answer again",
+        shown.join("; ")
+    )
 }
 
 /// A tool result as quoted back in a rejection: its JSON, cut at [`MAX_SHOWN_RESULT_CHARS`].

@@ -10,9 +10,13 @@ use crate::grounding::Grounding;
 /// correct corpus (`corrigible bench --suite correct`); the strict set adds the heuristics
 /// that catch more of a small model's mistakes at the price of some correct replies.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(default)]
 pub struct Checks {
     /// `ungrounded_final`: a satisfied answer after tool calls that all failed.
     pub ungrounded_final: bool,
+    /// `wrong_arithmetic`: a satisfied answer resting on a calculation that does not hold,
+    /// stated in the answer or in the reasoning before it (`20 + 80 + 160 = 460`).
+    pub wrong_arithmetic: bool,
     /// `ungrounded_argument`: a copied string or an expression's number found in neither the
     /// request nor a tool result.
     pub ungrounded_argument: bool,
@@ -31,6 +35,7 @@ impl Checks {
     /// The rules that reject no correct trajectory of the corpus: the default.
     pub const PRECISE: Checks = Checks {
         ungrounded_final: true,
+        wrong_arithmetic: true,
         ungrounded_argument: false,
         unstated_result: false,
         uncovered_request: false,
@@ -41,6 +46,7 @@ impl Checks {
     /// replies (see the bench's per-rule table).
     pub const STRICT: Checks = Checks {
         ungrounded_final: true,
+        wrong_arithmetic: true,
         ungrounded_argument: true,
         unstated_result: true,
         uncovered_request: true,
@@ -50,6 +56,7 @@ impl Checks {
     /// No evidence rule: only the contract is checked.
     pub const NONE: Checks = Checks {
         ungrounded_final: false,
+        wrong_arithmetic: false,
         ungrounded_argument: false,
         unstated_result: false,
         uncovered_request: false,
@@ -57,9 +64,10 @@ impl Checks {
     };
 
     /// Each rule's name (its rejection category) and whether it is on, in contract order.
-    pub fn rules(&self) -> [(&'static str, bool); 5] {
+    pub fn rules(&self) -> [(&'static str, bool); 6] {
         [
             ("ungrounded_final", self.ungrounded_final),
+            ("wrong_arithmetic", self.wrong_arithmetic),
             ("ungrounded_argument", self.ungrounded_argument),
             ("unstated_result", self.unstated_result),
             ("uncovered_request", self.uncovered_request),
@@ -81,6 +89,7 @@ impl Checks {
         let mut checks = Checks::NONE;
         let slot = match rule {
             "ungrounded_final" => &mut checks.ungrounded_final,
+            "wrong_arithmetic" => &mut checks.wrong_arithmetic,
             "ungrounded_argument" => &mut checks.ungrounded_argument,
             "unstated_result" => &mut checks.unstated_result,
             "uncovered_request" => &mut checks.uncovered_request,
