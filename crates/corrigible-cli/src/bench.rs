@@ -124,16 +124,15 @@ fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)
         }
         let local = LocalModel::load(config)?;
         let name = local.name().to_string();
-        // `bare` decodes free text, no thought phase, within a thought's and a decision's budget.
+        // `bare` decodes free text, no thought phase, within a suggested thought's and a
+        // decision's budget, whatever `--think-tokens` gives the agent, so its result is one
+        // baseline for every thought bound.
         let bare: Arc<dyn Model> = Arc::new(
             local
                 .with_constrain(Constrain::Off)
                 .with_think_tokens(0)
                 .with_max_tokens(
-                    local
-                        .think_tokens()
-                        .max(corrigible_local::SUGGESTED_THINK_TOKENS)
-                        + local.config().max_tokens,
+                    corrigible_local::SUGGESTED_THINK_TOKENS + local.config().max_tokens,
                 ),
         );
         let bare: ModelFactory = Arc::new(move || bare.clone());

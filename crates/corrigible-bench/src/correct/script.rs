@@ -4,7 +4,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 
 use async_trait::async_trait;
 use corrigible::tool::FINAL_ANSWER;
-use corrigible::{Model, ModelError, ModelReply, ModelRequest, Protocol, ToolCall};
+use corrigible::{Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, ToolCall};
 use serde_json::{Value, json};
 
 use super::trajectory::Trajectory;
@@ -60,11 +60,9 @@ impl ScriptModel {
         if !batch.is_empty() {
             replies.push(calls(batch));
         }
-        replies.push(final_reply(
-            protocol,
-            trajectory.satisfied,
-            &trajectory.answer,
-        ));
+        let mut last = final_reply(protocol, trajectory.satisfied, &trajectory.answer);
+        last.reasoning = trajectory.reasoning.as_deref().map(Reasoning::text);
+        replies.push(last);
         Self {
             replies,
             give_up: final_reply(protocol, false, "I cannot do better than my last reply."),

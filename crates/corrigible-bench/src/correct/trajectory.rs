@@ -7,8 +7,9 @@ use crate::bfcl::FunctionDef;
 use crate::error::BenchError;
 
 /// The built-in corpus files: correct work (hand-written, GSM8K solutions, BFCL ground truth)
-/// and real mistakes of the embedded models.
-const BUILTIN: [(&str, &str); 4] = [
+/// and real mistakes of the embedded models (wrong answers of bench runs, and slips in a
+/// thought before the answer).
+const BUILTIN: [(&str, &str); 5] = [
     (
         "hand.jsonl",
         include_str!("../../../../bench/data/correct/hand.jsonl"),
@@ -24,6 +25,10 @@ const BUILTIN: [(&str, &str); 4] = [
     (
         "mistakes.jsonl",
         include_str!("../../../../bench/data/correct/mistakes.jsonl"),
+    ),
+    (
+        "slips.jsonl",
+        include_str!("../../../../bench/data/correct/slips.jsonl"),
     ),
 ];
 
@@ -73,6 +78,9 @@ pub struct Trajectory {
     pub functions: Vec<FunctionDef>,
     /// The calls, in order.
     pub steps: Vec<Step>,
+    /// The reasoning written before the final answer, as a thinking model sends it.
+    #[serde(default)]
+    pub reasoning: Option<String>,
     /// The final answer.
     pub answer: String,
     /// Whether the final answer says the request was fulfilled.
