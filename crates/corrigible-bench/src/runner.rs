@@ -77,6 +77,9 @@ pub struct BenchConfig {
     pub progress: bool,
     /// The model's name for the report.
     pub model_name: String,
+    /// Whether the agent is shown the built-in worked examples, as `corrigible run` is by
+    /// default.
+    pub examples: bool,
 }
 
 /// Loads the suite and runs it.
@@ -107,7 +110,11 @@ pub async fn run_suite(
     for (index, task) in suite.tasks.iter().enumerate() {
         let registry = suite.registry(task)?;
         // The same worked examples as `corrigible run` by default (none for BFCL tasks).
-        let examples = corrigible_tools::builtin_examples(&registry.names());
+        let examples = if config.examples {
+            corrigible_tools::builtin_examples(&registry.names())
+        } else {
+            Vec::new()
+        };
         let agent = Agent::builder_shared((variants[0].factory)())
             .tools(registry)
             .worked_examples(examples)

@@ -65,6 +65,7 @@ fn config(name: &str, faults: Option<FaultConfig>) -> BenchConfig {
         faults,
         progress: false,
         model_name: "by-prompt".into(),
+        examples: true,
     }
 }
 
@@ -175,4 +176,56 @@ async fn outputs_render_and_write() {
         serde_json::from_str(&std::fs::read_to_string(dir.join("report.json")).unwrap()).unwrap();
     assert_eq!(json["columns"][2]["successes"], 3);
     std::fs::remove_dir_all(&dir).unwrap();
+}
+
+/// Passes requests on to the scripted model, counting those that carried worked examples.
+struct CountsExamples {
+    inner: Arc<common::ByPrompt>,
+    with_examples: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Model for CountsExamples {
+    fn name(&self) -> &str {
+        "counts-examples"
+    }
+
+    async fn complete(
+        &self,
+        request: &corrigible::ModelRequest,
+    ) -> Result<corrigible::ModelReply, corrigible::ModelError> {
+        if request
+            .messages
+            .iter()
+            .any(|m| m.kind == corrigible::MessageKind::Example)
+        {
+            self.with_examples
+                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        }
+        self.inner.complete(request).await
+    }
+}
+
+#[tokio::test]
+async fn worked_examples_are_shown_unless_turned_off() {
+    for examples in [true, false] {
+        let counter = Arc::new(CountsExamples {
+            inner: model(),
+            with_examples: Default::default(),
+        });
+        let shared = counter.clone();
+        let factory: ModelFactory = Arc::new(move || shared.clone() as Arc<dyn Model>);
+        let config = BenchConfig {
+            examples,
+            ..config(&format!("examples-{examples}"), None)
+        };
+        let report = run_bench(&config, &[Variant::single(factory)])
+            .await
+            .unwrap();
+        let seen = counter
+            .with_examples
+            .load(std::sync::atomic::Ordering::Relaxed);
+        assert_eq!(report.results.len(), 9);
+        assert_eq!(seen > 0, examples, "{seen} requests with examples");
+    }
 }

@@ -47,6 +47,7 @@ fn config(category: BfclCategory) -> BenchConfig {
         faults: None,
         progress: false,
         model_name: "by-prompt".into(),
+        examples: true,
     }
 }
 

@@ -249,6 +249,9 @@ pub struct BenchArgs {
     /// Also write table.txt, report.json and chart.svg into this directory.
     #[arg(long)]
     pub out: Option<PathBuf>,
+    /// Show the agent no worked examples (by default it sees the built-in ones, as `run` does).
+    #[arg(long)]
+    pub no_examples: bool,
     #[command(flatten)]
     pub model: ModelArgs,
 }

@@ -49,6 +49,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         faults,
         progress: !args.json,
         model_name,
+        examples: !args.no_examples,
     };
     let report = corrigible_bench::run_bench(&config, &variants).await?;
     if args.json {
