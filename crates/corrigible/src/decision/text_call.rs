@@ -19,6 +19,7 @@ use super::parse::{Parsed, parse_call};
 use crate::message::ToolCall;
 use crate::rejection::{Category, Rejection};
 use crate::repair::RepairKind;
+use crate::tool::FINAL_ANSWER;
 
 /// What a native reply's text is, read as a call written as text.
 #[derive(Debug, Clone, PartialEq)]
@@ -165,7 +166,11 @@ fn find(text: &str, tools: &[&str]) -> Found {
             _ => Found::NotACall,
         };
     }
-    bare(text, tools).map_or(Found::NotACall, Found::Calls)
+    match bare(text, tools) {
+        Some(calls) => Found::Calls(calls),
+        None if starts_as_call(text, tools) => Found::Unreadable("a JSON call cut off or broken"),
+        None => Found::NotACall,
+    }
 }
 
 /// The calls after `marker` at the start of `text`, when every one of them reads.
@@ -246,31 +251,16 @@ fn mistral_args_calls(body: &str) -> Option<Vec<(String, Option<Value>)>> {
     non_empty(calls)
 }
 
-/// A whole reply that is bare JSON call(s) of registered tools.
+/// A whole reply that is bare JSON call(s) of registered tools, or the JSON protocol's own
+/// decision written as text.
 fn bare(text: &str, tools: &[&str]) -> Option<Vec<(String, Option<Value>)>> {
-    let text = unfence(text).unwrap_or(text).trim();
-    let mut candidates = vec![text.to_string()];
-    if let Some(inner) = text
-        .strip_prefix("{{")
-        .and_then(|t| t.strip_suffix("}}"))
-        .map(|t| format!("{{{t}}}"))
-    {
-        candidates.push(inner);
-    }
-    for candidate in candidates.clone() {
-        if let Some(unescaped) = unescape_html(&candidate) {
-            candidates.push(unescaped);
-        }
-    }
-    let value = candidates
-        .iter()
-        .find_map(|c| serde_json::from_str::<Value>(c).ok())?;
+    let value = candidates(text).iter().find_map(|c| leading_json(c))?;
     let calls = match &value {
         Value::Array(items) if !items.is_empty() => items
             .iter()
             .map(|item| call_shape(item, true))
             .collect::<Option<Vec<_>>>()?,
-        Value::Object(_) => vec![call_shape(&value, true)?],
+        Value::Object(_) => vec![call_shape(&value, true).or_else(|| decision_shape(&value))?],
         _ => return None,
     };
     calls
@@ -279,10 +269,113 @@ fn bare(text: &str, tools: &[&str]) -> Option<Vec<(String, Option<Value>)>> {
         .then_some(calls)
 }
 
+/// The texts a bare call may be written as: the reply without its code fence (also one left
+/// open), with one brace of doubled braces dropped (`{{"name": …}}`), each also HTML-unescaped.
+fn candidates(text: &str) -> Vec<String> {
+    let text = text.trim();
+    let text = unfence(text)
+        .or_else(|| open_fence(text))
+        .unwrap_or(text)
+        .trim();
+    let mut out = vec![text.to_string()];
+    if text.starts_with("{{") {
+        out.push(text[1..].to_string());
+    }
+    for candidate in out.clone() {
+        if let Some(unescaped) = unescape_html(&candidate) {
+            out.push(unescaped);
+        }
+    }
+    out
+}
+
+/// The JSON value at the start of `text`, when all that follows it is closing braces, fence
+/// backticks and whitespace (`{"name": …}}}` after doubled braces, a fence left behind).
+fn leading_json(text: &str) -> Option<Value> {
+    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
+    let value = stream.next()?.ok()?;
+    text[stream.byte_offset()..]
+        .chars()
+        .all(|c| c.is_whitespace() || c == '}' || c == '`')
+        .then_some(value)
+}
+
+/// The JSON protocol's decision written as text: a final (`satisfied`, `final_summary`) is a
+/// `final_answer` call, an action (`tool`, `tool_input`) a call of that tool. No other key.
+fn decision_shape(value: &Value) -> Option<(String, Option<Value>)> {
+    let map = value.as_object()?;
+    let state = map.get("state").and_then(Value::as_str);
+    let only = |keys: &[&str]| map.keys().all(|k| keys.contains(&k.as_str()));
+    if map.get("final_summary").is_some_and(Value::is_string)
+        && state.is_none_or(|s| s == "final")
+        && only(&["state", "satisfied", "final_summary"])
+    {
+        let mut arguments = map.clone();
+        arguments.remove("state");
+        return Some((FINAL_ANSWER.to_string(), Some(Value::Object(arguments))));
+    }
+    let tool = map.get("tool").and_then(Value::as_str)?;
+    (state.is_none_or(|s| s == "action") && only(&["state", "reason", "tool", "tool_input"])).then(
+        || {
+            let input = map.get("tool_input").cloned();
+            (
+                tool.to_string(),
+                Some(input.unwrap_or_else(|| Value::Object(Map::new()))),
+            )
+        },
+    )
+}
+
+/// Whether a reply that reads as no JSON at all starts as a call or a decision: its first key
+/// is `name` with a registered tool, `tool` with one, `state` with `action` or `final`, or
+/// `satisfied` or `final_summary`. Such a reply was cut off or broken, and is no answer.
+fn starts_as_call(text: &str, tools: &[&str]) -> bool {
+    let candidates = candidates(text);
+    if candidates
+        .iter()
+        .any(|c| serde_json::from_str::<Value>(c).is_ok() || leading_json(c).is_some())
+    {
+        return false;
+    }
+    candidates.iter().any(|candidate| {
+        let Some((key, value)) = first_member(candidate) else {
+            return false;
+        };
+        let registered = value.is_some_and(|v| tools.contains(&v));
+        match key {
+            "name" | "tool" => registered,
+            "state" => matches!(value, Some("action" | "final")),
+            "satisfied" | "final_summary" => true,
+            _ => false,
+        }
+    })
+}
+
+/// The first key of the JSON object `text` opens, and its value when that is a string without
+/// escapes.
+fn first_member(text: &str) -> Option<(&str, Option<&str>)> {
+    let rest = text.strip_prefix('{')?.trim_start().strip_prefix('"')?;
+    let (key, rest) = rest.split_once('"')?;
+    let rest = rest.trim_start().strip_prefix(':')?.trim_start();
+    let value = rest
+        .strip_prefix('"')
+        .and_then(|r| r.split_once('"'))
+        .map(|(v, _)| v)
+        .filter(|v| !v.contains('\\'));
+    Some((key, value))
+}
+
 /// The body of a reply that is wholly one fenced code block, untagged or `json`.
 fn unfence(text: &str) -> Option<&str> {
     let body = text.strip_prefix("```")?.strip_suffix("```")?;
     let (info, body) = body.split_once('\n')?;
+    let info = info.trim();
+    (info.is_empty() || info.eq_ignore_ascii_case("json")).then_some(body)
+}
+
+/// The body of a reply that opens a code block, untagged or `json`, and never closes it.
+fn open_fence(text: &str) -> Option<&str> {
+    let (info, body) = text.strip_prefix("```")?.split_once('\n')?;
     let info = info.trim();
     (info.is_empty() || info.eq_ignore_ascii_case("json")).then_some(body)
 }
@@ -359,6 +452,10 @@ mod tests {
             "<function=calculator>{\"expression\": \"2*3\"}</function>",
             "[TOOL_CALLS] [{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}]",
             "[TOOL_CALLS]calculator[ARGS]{\"expression\": \"2*3\"}",
+            r#"{{"name": "calculator", "arguments": {"expression": "2*3"}}}}"#,
+            "{{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}}}\n```",
+            "```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}",
+            r#"{"state": "action", "reason": "r", "tool": "calculator", "tool_input": {"expression": "2*3"}}"#,
         ];
         for text in cases {
             let (name, arguments) = one(text);
@@ -382,6 +479,10 @@ mod tests {
             "Qwen models write calls as <tool_call>{\"name\": \"get_time\", \"arguments\": {}}</tool_call>.",
             "Mistral prefixes calls with [TOOL_CALLS] in its output.",
             "```json\n{\"total\": 7006652}\n```",
+            r#"{"state": "final", "answer": 42}"#,
+            r#"{"state": "CA", "capital": "Sacramento"}"#,
+            r#"{"name": "Bob", "age": "#,
+            r#"{"tool": "a hammer", "use": "nails"}"#,
             "",
         ];
         for text in answers {
@@ -418,6 +519,35 @@ mod tests {
         match parsed.decision {
             Ok(Decision::Final(f)) => assert!(!f.satisfied && f.summary == "no"),
             other => panic!("expected a final, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn a_json_final_decision_written_as_text_is_that_final() {
+        for text in [
+            r#"{{"satisfied": false, "final_summary": "no"}}"#,
+            r#"{"state": "final", "satisfied": false, "final_summary": "no"}"#,
+        ] {
+            let parsed = parse_text_call(text, &TOOLS, true).unwrap_or_else(|| panic!("{text}"));
+            match parsed.decision {
+                Ok(Decision::Final(f)) => assert!(!f.satisfied && f.summary == "no"),
+                other => panic!("expected a final, got {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn a_call_cut_off_is_sent_back_not_taken_as_the_answer() {
+        for text in [
+            "```json\n{\n  \"name\": \"calculator\",\n  \"arguments\": {\n    \"expressio",
+            r#"{"name": "final_answer", "arguments": "{\"satisfied\":true,\"final"#,
+            r#"{{"satisfied": true, "final_summary": "The answer is"#,
+        ] {
+            let rejection = parse_text_call(text, &TOOLS, true)
+                .and_then(|p| p.decision.err())
+                .unwrap_or_else(|| panic!("{text}"));
+            assert_eq!(rejection.category, Category::DecisionSchema, "{text}");
+            assert!(rejection.message.contains("tool-calling interface"));
         }
     }
 
