@@ -198,17 +198,8 @@ fn calculator() -> ToolSpec {
 
 fn forced(tool: &str) -> CorrectionContext {
     CorrectionContext {
-        category: Category::InvalidToolInput,
-        rejected_reply: "{}".into(),
         tool: Some(tool.into()),
-        failed_actions: Vec::new(),
-        round: 1,
-        repeated_in_slot: 0,
-        facts: Vec::new(),
-        cover_tools: Vec::new(),
-        done_actions: Vec::new(),
-        no_numbers_yet: false,
-        budget_spent: false,
+        ..CorrectionContext::first_round(Category::InvalidToolInput, "{}")
     }
 }
 

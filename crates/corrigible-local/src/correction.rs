@@ -126,17 +126,8 @@ mod tests {
 
     fn context() -> CorrectionContext {
         CorrectionContext {
-            category: Category::InvalidJson,
-            rejected_reply: "x".into(),
-            tool: None,
-            failed_actions: Vec::new(),
             round: 2,
-            repeated_in_slot: 0,
-            facts: Vec::new(),
-            cover_tools: Vec::new(),
-            done_actions: Vec::new(),
-            no_numbers_yet: false,
-            budget_spent: false,
+            ..CorrectionContext::first_round(Category::InvalidJson, "x")
         }
     }
 

@@ -47,17 +47,10 @@ fn correction_of(
     let mut corrected = request.clone();
     corrected.stage = Stage::new(1, 1);
     corrected.correction = Some(CorrectionContext {
-        category,
-        rejected_reply: rejected.to_string(),
         tool: tool.map(String::from),
         failed_actions,
-        round: 1,
         repeated_in_slot,
-        facts: Vec::new(),
-        cover_tools: Vec::new(),
-        done_actions: Vec::new(),
-        no_numbers_yet: false,
-        budget_spent: false,
+        ..CorrectionContext::first_round(category, rejected)
     });
     corrected
 }

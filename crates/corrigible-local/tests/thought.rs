@@ -100,17 +100,8 @@ fn a_correction_round_thinks_about_its_feedback() {
     ));
     request.stage = corrigible::Stage::new(1, 1);
     request.correction = Some(CorrectionContext {
-        category: Category::InvalidToolInput,
-        rejected_reply: rejected.into(),
         tool: Some("calculator".into()),
-        failed_actions: Vec::new(),
-        round: 1,
-        repeated_in_slot: 0,
-        facts: Vec::new(),
-        cover_tools: Vec::new(),
-        done_actions: Vec::new(),
-        no_numbers_yet: false,
-        budget_spent: false,
+        ..CorrectionContext::first_round(Category::InvalidToolInput, rejected)
     });
     let reply = m.complete_blocking(&request).expect("answers");
     decided(&reply);

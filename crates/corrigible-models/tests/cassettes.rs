@@ -250,19 +250,7 @@ fn forces_a_tool(api: Api, body: &Value) -> bool {
 /// A correction round that allows only an action (no `final_answer` is declared here), which
 /// the clients send as a forced choice of any tool.
 fn action_only() -> CorrectionContext {
-    CorrectionContext {
-        category: Category::UngroundedArgument,
-        rejected_reply: String::new(),
-        tool: None,
-        failed_actions: Vec::new(),
-        round: 1,
-        repeated_in_slot: 0,
-        facts: Vec::new(),
-        cover_tools: Vec::new(),
-        done_actions: Vec::new(),
-        no_numbers_yet: false,
-        budget_spent: false,
-    }
+    CorrectionContext::first_round(Category::UngroundedArgument, "")
 }
 
 /// Keys a recorded request may carry that ours leaves to the API's default.

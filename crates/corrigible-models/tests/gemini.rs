@@ -280,17 +280,8 @@ async fn corrections_narrow_the_allowed_functions() {
     let model = model_for(&server);
     let mut request = history_request();
     let mut correction = CorrectionContext {
-        category: Category::InvalidToolInput,
-        rejected_reply: "{}".into(),
         tool: Some("weather".into()),
-        failed_actions: Vec::new(),
-        round: 1,
-        repeated_in_slot: 0,
-        facts: Vec::new(),
-        cover_tools: Vec::new(),
-        done_actions: Vec::new(),
-        no_numbers_yet: false,
-        budget_spent: false,
+        ..CorrectionContext::first_round(Category::InvalidToolInput, "{}")
     };
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();

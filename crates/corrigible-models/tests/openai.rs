@@ -382,17 +382,9 @@ fn declared_names(body: &Value) -> Vec<&str> {
 
 fn correction(category: Category, tool: Option<&str>, repeated: u32) -> CorrectionContext {
     CorrectionContext {
-        category,
-        rejected_reply: "{}".into(),
         tool: tool.map(String::from),
-        failed_actions: Vec::new(),
-        round: 1,
         repeated_in_slot: repeated,
-        facts: Vec::new(),
-        cover_tools: Vec::new(),
-        done_actions: Vec::new(),
-        no_numbers_yet: false,
-        budget_spent: false,
+        ..CorrectionContext::first_round(category, "{}")
     }
 }
 

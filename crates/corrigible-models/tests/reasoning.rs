@@ -103,17 +103,8 @@ async fn anthropic_while_thinking_forces_no_tool_and_sets_no_temperature() {
     .unwrap();
     let mut request = first_request();
     request.correction = Some(corrigible::CorrectionContext {
-        category: corrigible::Category::ActionBudgetSpent,
-        rejected_reply: "x".into(),
-        tool: None,
-        failed_actions: Vec::new(),
-        round: 1,
-        repeated_in_slot: 0,
-        facts: Vec::new(),
-        cover_tools: Vec::new(),
-        done_actions: Vec::new(),
-        no_numbers_yet: false,
         budget_spent: true,
+        ..corrigible::CorrectionContext::first_round(corrigible::Category::ActionBudgetSpent, "x")
     });
     let reply = model.complete(&request).await.unwrap();
     assert_eq!(reply.reasoning, None);

@@ -145,6 +145,26 @@ pub struct CorrectionContext {
     pub budget_spent: bool,
 }
 
+impl CorrectionContext {
+    /// The first correction of a slot after a rejection of `category`: no tool, no failed or
+    /// done actions, no facts, nothing spent. Other fields are set with struct update syntax.
+    pub fn first_round(category: Category, rejected_reply: impl Into<String>) -> Self {
+        Self {
+            category,
+            rejected_reply: rejected_reply.into(),
+            tool: None,
+            failed_actions: Vec::new(),
+            round: 1,
+            repeated_in_slot: 0,
+            facts: Vec::new(),
+            cover_tools: Vec::new(),
+            done_actions: Vec::new(),
+            no_numbers_yet: false,
+            budget_spent: false,
+        }
+    }
+}
+
 /// One request to a model.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct ModelRequest {

@@ -331,10 +331,7 @@ fn decision_shape(value: &Value) -> Option<(String, Option<Value>)> {
 /// `satisfied` or `final_summary`. Such a reply was cut off or broken, and is no answer.
 fn starts_as_call(text: &str, tools: &[&str]) -> bool {
     let candidates = candidates(text);
-    if candidates
-        .iter()
-        .any(|c| serde_json::from_str::<Value>(c).is_ok() || leading_json(c).is_some())
-    {
+    if candidates.iter().any(|c| leading_json(c).is_some()) {
         return false;
     }
     candidates.iter().any(|candidate| {
