@@ -9,7 +9,7 @@ use candle_core::quantized::gguf_file;
 use corrigible::decision::with_grounds;
 use corrigible::{
     Allowed, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol,
-    Reasoning, Usage,
+    Reasoning, Role, Usage,
 };
 use serde_json::Value;
 
@@ -324,32 +324,77 @@ impl Inner {
     }
 
     /// Free thought after `prompt` (the rendered prompt text, `tokens` once encoded), up to
-    /// `think_tokens`.
+    /// `think_tokens`. In a correction round, a thought that only repeats `rejected`'s (the
+    /// thought of the reply sent back) is decoded again from the round's seeded samples, as a
+    /// repeated decision is; when every sample repeats it too, the round decides without a
+    /// thought, right after its feedback, rather than on the reasoning that was sent back.
     fn think(
         &self,
         prompt: &str,
         tokens: Vec<u32>,
         think_tokens: usize,
+        rejected: Option<(&CorrectionContext, &str)>,
     ) -> Result<Thinking, LocalError> {
+        let mut thinking = Thinking {
+            prompt: tokens,
+            reused: None,
+            thought: None,
+            spent: 0,
+        };
         if think_tokens == 0 {
-            return Ok(Thinking {
-                prompt: tokens,
-                reused: None,
-                thought: None,
-            });
+            return Ok(thinking);
         }
+        let mut decoded =
+            self.decode_thought(&thinking.prompt, think_tokens, &|| self.sampler())?;
+        thinking.reused = decoded.reused;
+        thinking.spent = decoded.tokens.len();
+        let mut text = self.tokenizer.decode(&decoded.tokens)?;
+        if let Some((correction, rejected)) = rejected {
+            let repeats = |text: &str| text.trim() == rejected.trim();
+            let mut plan = CorrectionDecoding::new(&self.config, correction);
+            while repeats(&text) && plan.next_attempt() {
+                decoded =
+                    self.decode_thought(&thinking.prompt, think_tokens, &|| plan.sampler())?;
+                thinking.spent += decoded.tokens.len();
+                text = self.tokenizer.decode(&decoded.tokens)?;
+            }
+            if repeats(&text) {
+                return Ok(thinking);
+            }
+        }
+        let Some(reasoning) =
+            crate::thought::reasoning(&text, decoded.tokens.len(), decoded.truncated)
+        else {
+            return Ok(thinking);
+        };
+        thinking.prompt = self
+            .tokenizer
+            .encode(&format!("{prompt}{}\n", reasoning.text))?;
+        thinking.thought = Some(reasoning);
+        Ok(thinking)
+    }
+
+    /// One thought decoded with the samplers `sampler` makes (one for each stretch between
+    /// braces): its tokens, whether it hit `think_tokens`, and the prompt tokens reused from
+    /// the cache.
+    fn decode_thought(
+        &self,
+        tokens: &[u32],
+        think_tokens: usize,
+        sampler: &dyn Fn() -> Sampler,
+    ) -> Result<DecodedThought, LocalError> {
         let mut thought: Vec<u32> = Vec::new();
         let mut reused = None;
         let truncated = loop {
             let params = DecodeParams {
                 max_tokens: think_tokens - thought.len(),
                 stop_tokens: &self.thought_stops,
-                sampler: self.sampler(),
+                sampler: sampler(),
                 constraint: None,
                 ban: None,
                 closers: Some(&[]),
             };
-            let context = [tokens.as_slice(), thought.as_slice()].concat();
+            let context = [tokens, thought.as_slice()].concat();
             let generation = self.lock().runner.generate(&context, params)?;
             reused.get_or_insert(generation.reused);
             thought.extend(&generation.tokens);
@@ -372,24 +417,10 @@ impl Inner {
                 break true;
             }
         };
-        let text = self.tokenizer.decode(&thought)?;
-        let Some(reasoning) = crate::thought::reasoning(&text, thought.len(), truncated) else {
-            return Ok(Thinking {
-                prompt: tokens,
-                reused,
-                thought: None,
-            });
-        };
-        let decision_prompt = self
-            .tokenizer
-            .encode(&format!("{prompt}{}\n", reasoning.text))?;
-        Ok(Thinking {
-            prompt: decision_prompt,
+        Ok(DecodedThought {
+            tokens: thought,
+            truncated,
             reused,
-            thought: Some(Thought {
-                reasoning,
-                tokens: thought.len(),
-            }),
         })
     }
 
@@ -411,7 +442,13 @@ impl Inner {
             prompt: tokens,
             reused,
             thought,
-        } = self.think(&prompt, prompt_tokens, bounds.think_tokens)?;
+            spent,
+        } = self.think(
+            &prompt,
+            prompt_tokens,
+            bounds.think_tokens,
+            rejected_thought(request),
+        )?;
         let caps = StringCaps::fitting(bounds.max_tokens);
         let mut reply = match &request.correction {
             None => {
@@ -434,10 +471,8 @@ impl Inner {
         if let Some(reused) = reused {
             reply.prompt_tokens_reused = Some(reused as u64);
         }
-        if let Some(thought) = thought {
-            reply.usage.output_tokens += thought.tokens as u64;
-            reply.reasoning = Some(thought.reasoning);
-        }
+        reply.usage.output_tokens += spent as u64;
+        reply.reasoning = thought;
         Ok(reply)
     }
 
@@ -591,17 +626,30 @@ fn reply(
 
 /// What the thought phase leaves for the decision: the prompt to decode it from (the thought
 /// and its closing newline appended, when there is one), the prompt tokens reused from the
-/// cache, and the thought.
+/// cache, the thought, and every token decoded for it (discarded repeats included).
 struct Thinking {
     prompt: Vec<u32>,
     reused: Option<usize>,
-    thought: Option<Thought>,
+    thought: Option<Reasoning>,
+    spent: usize,
 }
 
-/// A thought decoded before a decision.
-struct Thought {
-    reasoning: Reasoning,
-    tokens: usize,
+/// A thought as decoded, before it is read.
+struct DecodedThought {
+    tokens: Vec<u32>,
+    truncated: bool,
+    reused: Option<usize>,
+}
+
+/// In a correction round, the rejected reply and its thought: the last assistant turn's.
+fn rejected_thought(request: &ModelRequest) -> Option<(&CorrectionContext, &str)> {
+    let correction = request.correction.as_ref()?;
+    let reply = request
+        .messages
+        .iter()
+        .rev()
+        .find(|m| m.role == Role::Assistant)?;
+    Some((correction, reply.reasoning.as_ref()?.text.as_str()))
 }
 
 #[async_trait]

@@ -144,3 +144,58 @@ fn an_earlier_thought_is_shown_before_its_decision_only_to_a_thinker() {
     let hidden = input(&plain, &with(Some(corrigible::Reasoning::text(thought))));
     assert_eq!(hidden, input(&plain, &with(None)));
 }
+
+#[test]
+fn a_correction_thought_that_repeats_the_rejected_one_is_not_kept() {
+    let Some(m) = thinker(8) else { return };
+    let rejected = r#"{"state":"final","satisfied":true,"final_summary":"She earns $300."}"#;
+    let request = |thought: &str, correction: bool| {
+        let mut request = thinking_request(PROBLEM);
+        request.messages.push(
+            Message::assistant(MessageKind::Reply, rejected, Vec::new())
+                .with_reasoning(Some(corrigible::Reasoning::text(thought))),
+        );
+        request.messages.push(Message::user(
+            MessageKind::Feedback,
+            "the answer rests on a wrong calculation: `24 * 3 * 5 is 360, not 300`; redo the \
+             calculation, then answer again",
+        ));
+        request.stage = corrigible::Stage::new(1, 1);
+        request.correction =
+            correction.then(|| CorrectionContext::first_round(Category::WrongArithmetic, rejected));
+        request
+    };
+    let greedy = |thought: &str| {
+        m.complete_blocking(&request(thought, false))
+            .expect("answers")
+            .reasoning
+            .expect("a thought")
+            .text
+    };
+    // A thought that greedy decoding writes again after itself, as a small model does.
+    let mut thought = "She earns 24 * 3 * 5 dollars.".to_string();
+    for _ in 0..4 {
+        let next = greedy(&thought);
+        if next == thought {
+            break;
+        }
+        thought = next;
+    }
+    assert_eq!(greedy(&thought), thought, "no thought repeats itself");
+    let reply = m
+        .complete_blocking(&request(&thought, true))
+        .expect("answers");
+    decided(&reply);
+    let again = reply.reasoning.as_ref().map(|r| r.text.as_str());
+    assert_ne!(
+        again,
+        Some(thought.as_str()),
+        "the rejected thought came back"
+    );
+    let repeated = m.tokenizer().encode(&thought).expect("encodes").len() as u64;
+    assert!(
+        reply.usage.output_tokens > repeated,
+        "the discarded thought is not counted: {} output tokens",
+        reply.usage.output_tokens
+    );
+}
