@@ -54,6 +54,23 @@ async fn one_call_written_as_text_is_executed_and_recorded_as_a_repair() {
 }
 
 #[tokio::test]
+async fn a_call_fenced_after_its_plan_is_executed_not_taken_as_the_answer() {
+    let calc = Arc::new(Calc::new());
+    let model = Arc::new(Scripted::new(vec![
+        Ok(text(
+            "First I work out 2*(3+4) with the calculator.\n\n```json\n{\"name\": \
+             \"calculator\", \"arguments\": {\"expression\": \"2*(3+4)\"}}\n```",
+        )),
+        Ok(final_call("call_2", "14")),
+    ]));
+    let report = run(model, calc.clone(), Policy::default()).await;
+    assert_eq!(calc.calls.load(Ordering::SeqCst), 1);
+    assert_eq!(report.final_summary.as_deref(), Some("14"));
+    let repairs: Vec<RepairKind> = report.repairs.iter().map(|r| r.kind).collect();
+    assert_eq!(repairs, [RepairKind::TextToolCall]);
+}
+
+#[tokio::test]
 async fn a_text_answer_that_mentions_a_tool_stays_the_final_answer() {
     let calc = Arc::new(Calc::new());
     let answer = r#"I used the calculator: {"expression": "2*(3+4)"} gives 14."#;

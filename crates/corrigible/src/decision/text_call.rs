@@ -166,11 +166,36 @@ fn find(text: &str, tools: &[&str]) -> Found {
             _ => Found::NotACall,
         };
     }
-    match bare(text, tools) {
-        Some(calls) => Found::Calls(calls),
-        None if starts_as_call(text, tools) => Found::Unreadable("a JSON call cut off or broken"),
-        None => Found::NotACall,
+    if let Some(calls) = bare(text, tools) {
+        return Found::Calls(calls);
     }
+    if let Some(call) = trailing_fenced_call(text, tools) {
+        return Found::Calls(vec![call]);
+    }
+    if starts_as_call(text, tools) {
+        return Found::Unreadable("a JSON call cut off or broken");
+    }
+    Found::NotACall
+}
+
+/// Prose that ends with a code block (untagged or `json`, opening a line) holding exactly one
+/// call of a registered tool in the strict bare shape: a plan written out, then its call.
+/// Nothing may follow the block, so an answer that shows a call and goes on stays an answer.
+fn trailing_fenced_call(text: &str, tools: &[&str]) -> Option<(String, Option<Value>)> {
+    let body = text.trim_end().strip_suffix("```")?;
+    let open = body.rfind("```")?;
+    let prose = body[..open].trim_end_matches([' ', '\t']);
+    if prose.trim().is_empty() || !prose.ends_with('\n') {
+        return None;
+    }
+    let (info, block) = body[open + 3..].split_once('\n')?;
+    let info = info.trim();
+    if !(info.is_empty() || info.eq_ignore_ascii_case("json")) {
+        return None;
+    }
+    let value: Value = serde_json::from_str(block.trim()).ok()?;
+    let call = call_shape(&value, true)?;
+    tools.contains(&call.0.as_str()).then_some(call)
 }
 
 /// The calls after `marker` at the start of `text`, when every one of them reads.
@@ -481,11 +506,32 @@ mod tests {
             r#"{"name": "Bob", "age": "#,
             r#"{"tool": "a hammer", "use": "nails"}"#,
             "",
+            "Call it like this:\n```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}\n```\nand it returns 6.",
+            "Call it like this:\n```python\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}\n```",
+            "A call looks like this:\n```json\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n```",
+            "The call was:\n```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}, \"result\": 6}\n```",
+            "The result:\n```json\n{\"name\": \"calculator\", \"value\": 6}\n```",
+            "Inline ```{\"name\": \"calculator\", \"arguments\": {}}```",
         ];
         for text in answers {
             assert_eq!(find(text, &TOOLS), Found::NotACall, "{text}");
             assert!(parse_text_call(text, &TOOLS, true).is_none(), "{text}");
         }
+    }
+
+    #[test]
+    fn a_call_fenced_after_its_plan_is_a_call() {
+        let text = "I'll multiply with the calculator.\n\n```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"1234 * 5678\"}}\n```\n";
+        assert_eq!(
+            find(text, &TOOLS),
+            Found::Calls(vec![(
+                "calculator".into(),
+                Some(json!({"expression": "1234 * 5678"}))
+            )])
+        );
+        let parsed = parse_text_call(text, &TOOLS, true).unwrap_or_else(|| panic!("a call"));
+        assert_eq!(parsed.repairs, vec![RepairKind::TextToolCall]);
+        assert!(matches!(parsed.decision, Ok(Decision::Action(_))));
     }
 
     #[test]
