@@ -10,7 +10,9 @@ use common::*;
 use corrigible::context::ContextBudget;
 use corrigible::policy::{Backoff, BreakerPolicy, BreakerState, CircuitBreakers, Jitter};
 use corrigible::trace::{StepOutcome, StopReason};
-use corrigible::{Agent, Allowed, Category, ModelError, Policy, Protocol, RunError, ToolPolicy};
+use corrigible::{
+    Agent, Allowed, Category, ModelError, Policy, Protocol, RunError, RunOptions, ToolPolicy,
+};
 use serde_json::json;
 
 #[tokio::test]
@@ -486,6 +488,37 @@ async fn breakers_are_shared_across_concurrent_runs() {
         .count();
     assert_eq!(open, 2);
     assert_eq!(breakers.state("lookup"), BreakerState::Open);
+}
+
+#[tokio::test(start_paused = true)]
+async fn a_run_that_overrides_the_policy_applies_its_own_breaker_threshold() {
+    let flaky = Arc::new(Flaky::new("lookup", 100));
+    let model = Arc::new(Scripted::texts(&[
+        &action("lookup", json!({"q": "a"})),
+        &action("lookup", json!({"q": "b"})),
+        &final_answer(false, "down"),
+    ]));
+    let agent = Agent::builder_shared(model)
+        .tool(flaky.clone())
+        .policy(strict())
+        .build()
+        .unwrap();
+    assert_eq!(agent.breakers().policy().threshold(), 5);
+    let mut policy = strict();
+    policy.retry.max_retries = 0;
+    policy.breaker = BreakerPolicy::new(1, Duration::from_secs(60)).unwrap();
+    let options = RunOptions {
+        policy: Some(policy),
+        ..RunOptions::default()
+    };
+    let report = agent.run_with("q", options).await.unwrap();
+    assert_eq!(
+        flaky.calls.load(Ordering::SeqCst),
+        1,
+        "the run's threshold of one failure opened the breaker"
+    );
+    assert_eq!(report.steps[1].outcome, StepOutcome::CircuitOpen);
+    assert_eq!(agent.breakers().state("lookup"), BreakerState::Open);
 }
 
 #[tokio::test]

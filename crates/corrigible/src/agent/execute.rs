@@ -39,7 +39,7 @@ impl Run<'_> {
         };
 
         let breakers = self.agent.breakers.clone();
-        let (gate, transition) = breakers.acquire(&name);
+        let (gate, transition) = breakers.acquire_under(&name, self.breaker);
         if let Some(t) = transition {
             self.rec.breaker(t);
         }
@@ -72,7 +72,7 @@ impl Run<'_> {
             };
             let outcome = tool.call(action.input.clone(), &ctx).await;
             let healthy = !matches!(outcome, ToolOutcome::Failed(_) | ToolOutcome::Fatal(_));
-            if let Some(t) = breakers.record(&name, healthy) {
+            if let Some(t) = breakers.record_under(&name, healthy, self.breaker) {
                 self.rec.breaker(t);
             }
             match outcome {

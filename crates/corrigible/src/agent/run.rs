@@ -16,7 +16,7 @@ use crate::fingerprint::fingerprint;
 use crate::model::{
     CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec,
 };
-use crate::policy::Policy;
+use crate::policy::{BreakerPolicy, Policy};
 use crate::provenance::{Grounds, Provenance, Sources};
 use crate::rejection::{Category, Rejection};
 use crate::stage::Stage;
@@ -68,6 +68,9 @@ pub(crate) struct Run<'a> {
     pub(crate) agent: &'a Agent,
     pub(crate) model: Arc<dyn Model>,
     pub(crate) policy: Policy,
+    /// The breaker thresholds this run applies to the agent's shared breaker state: its own
+    /// policy's when the run overrides the policy, else the breakers' own.
+    pub(crate) breaker: BreakerPolicy,
     pub(crate) tools: ToolRegistry,
     pub(crate) specs: Vec<ToolSpec>,
     pub(crate) rec: Recorder,
@@ -117,10 +120,15 @@ impl<'a> Run<'a> {
             specs.push(final_answer_spec());
         }
         let rec = Recorder::new(&run_id, prompt, model.name(), agent.protocol, sink);
+        let breaker = options
+            .policy
+            .as_ref()
+            .map_or_else(|| agent.breakers.policy(), |p| p.breaker);
         Ok(Self {
             agent,
             model,
             policy: options.policy.unwrap_or_else(|| agent.policy.clone()),
+            breaker,
             tools,
             specs,
             rec,

@@ -138,7 +138,17 @@ impl CircuitBreakers {
     /// Decides whether a call of `tool` may go through now; an open breaker whose reset time
     /// has passed becomes half-open and lets this one call through as its probe.
     pub fn acquire(&self, tool: &str) -> (BreakerDecision, Option<BreakerTransition>) {
-        if self.policy.threshold == 0 {
+        self.acquire_under(tool, self.policy)
+    }
+
+    /// [`acquire`](Self::acquire) with `policy`'s threshold and reset time instead of the
+    /// breakers' own: a run whose policy overrides them shares the state, not the settings.
+    pub fn acquire_under(
+        &self,
+        tool: &str,
+        policy: BreakerPolicy,
+    ) -> (BreakerDecision, Option<BreakerTransition>) {
+        if policy.threshold == 0 {
             return (BreakerDecision::Allow, None);
         }
         let mut tools = self.lock();
@@ -149,13 +159,13 @@ impl CircuitBreakers {
             Inner::Closed { .. } => (BreakerDecision::Allow, None),
             Inner::HalfOpen { .. } => (
                 BreakerDecision::Reject {
-                    retry_in: self.policy.reset,
+                    retry_in: policy.reset,
                 },
                 None,
             ),
             Inner::Open { since, failures } => {
                 let elapsed = since.elapsed();
-                if elapsed >= self.policy.reset {
+                if elapsed >= policy.reset {
                     *inner = Inner::HalfOpen { failures };
                     let transition = BreakerTransition {
                         tool: tool.to_string(),
@@ -167,7 +177,7 @@ impl CircuitBreakers {
                 } else {
                     (
                         BreakerDecision::Reject {
-                            retry_in: self.policy.reset - elapsed,
+                            retry_in: policy.reset - elapsed,
                         },
                         None,
                     )
@@ -178,7 +188,17 @@ impl CircuitBreakers {
 
     /// Records the result of a call that went through; returns the transition it caused.
     pub fn record(&self, tool: &str, success: bool) -> Option<BreakerTransition> {
-        if self.policy.threshold == 0 {
+        self.record_under(tool, success, self.policy)
+    }
+
+    /// [`record`](Self::record) with `policy`'s threshold instead of the breakers' own.
+    pub fn record_under(
+        &self,
+        tool: &str,
+        success: bool,
+        policy: BreakerPolicy,
+    ) -> Option<BreakerTransition> {
+        if policy.threshold == 0 {
             return None;
         }
         let mut tools = self.lock();
@@ -188,7 +208,7 @@ impl CircuitBreakers {
         let before = *inner;
         let next = match (before, success) {
             (_, true) => Inner::Closed { failures: 0 },
-            (Inner::Closed { failures }, false) if failures + 1 >= self.policy.threshold => {
+            (Inner::Closed { failures }, false) if failures + 1 >= policy.threshold => {
                 Inner::Open {
                     since: Instant::now(),
                     failures: failures + 1,
