@@ -12,6 +12,7 @@ pub mod arithmetic;
 pub mod context;
 pub mod coverage;
 pub mod decision;
+pub mod discovery;
 pub mod examples;
 pub mod feedback;
 pub mod fingerprint;
@@ -33,6 +34,7 @@ pub mod trace;
 
 pub use agent::{Agent, AgentBuilder, BuildError, OutputValidator, RunError, RunOptions};
 pub use decision::{Action, Decision, Final};
+pub use discovery::{Discovery, DiscoveryMode};
 pub use examples::{ExampleStep, WorkedExample};
 pub use grounding::Grounding;
 pub use message::{Message, MessageKind, Role, ToolCall};

@@ -4,6 +4,7 @@ use schemars::JsonSchema;
 
 use super::{Agent, OutputValidator};
 use crate::context::ContextBudget;
+use crate::discovery::Discovery;
 use crate::examples::{WorkedExample, example_messages};
 use crate::feedback::{FeedbackTemplate, TemplateError};
 use crate::message::Message;
@@ -44,6 +45,7 @@ pub struct AgentBuilder {
     examples: Vec<Message>,
     worked: Vec<WorkedExample>,
     errors: Vec<BuildError>,
+    discovery: Discovery,
 }
 
 impl AgentBuilder {
@@ -62,6 +64,7 @@ impl AgentBuilder {
             examples: Vec::new(),
             worked: Vec::new(),
             errors: Vec::new(),
+            discovery: Discovery::default(),
         }
     }
 
@@ -84,6 +87,13 @@ impl AgentBuilder {
     /// Uses an already built registry (replacing any tools added so far).
     pub fn tools(mut self, tools: ToolRegistry) -> Self {
         self.tools = tools;
+        self
+    }
+
+    /// When the model sees the short catalog (names, one line each, and `describe_tool`)
+    /// instead of every tool's schema.
+    pub fn discovery(mut self, discovery: Discovery) -> Self {
+        self.discovery = discovery;
         self
     }
 
@@ -208,6 +218,7 @@ impl AgentBuilder {
             validators: self.validators,
             output,
             examples,
+            discovery: self.discovery,
         })
     }
 }

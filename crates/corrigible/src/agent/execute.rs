@@ -2,6 +2,7 @@ use std::time::Instant;
 
 use super::run::{Run, Success, Verdict, stopped};
 use crate::decision::Action;
+use crate::discovery::DESCRIBE_TOOL;
 use crate::fingerprint::fingerprint;
 use crate::policy::{BreakerDecision, BreakerState};
 use crate::rejection::{Category, Rejection};
@@ -104,16 +105,18 @@ impl Run<'_> {
 
         match outcome {
             ToolOutcome::Ok(value) => {
-                self.state.any_ok = true;
                 let text = match &value {
                     serde_json::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
-                self.state.results.push(Success {
-                    tool: name.clone(),
-                    input: action.input.clone(),
-                    output: value.clone(),
-                });
+                if name != DESCRIBE_TOOL {
+                    self.state.any_ok = true;
+                    self.state.results.push(Success {
+                        tool: name.clone(),
+                        input: action.input.clone(),
+                        output: value.clone(),
+                    });
+                }
                 record.output = Some(value);
                 self.rec.step(record, retried);
                 self.history.tool_result(call_id, &name, &text, false);

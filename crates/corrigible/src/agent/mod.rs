@@ -34,6 +34,7 @@ pub struct Agent {
     pub(crate) validators: Vec<Arc<dyn OutputValidator>>,
     pub(crate) output: Option<(serde_json::Value, InputValidator)>,
     pub(crate) examples: Vec<crate::message::Message>,
+    pub(crate) discovery: crate::discovery::Discovery,
 }
 
 /// Per-run options.

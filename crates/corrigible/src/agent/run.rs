@@ -11,6 +11,7 @@ use crate::coverage::{CoveredCall, Uncovered};
 use crate::decision::{
     Decision, Final, Parsed, final_answer_spec, parse_native, parse_text, parse_text_call,
 };
+use crate::discovery::{DESCRIBE_TOOL, DescribeTool, one_line};
 use crate::feedback::Feedback;
 use crate::fingerprint::fingerprint;
 use crate::model::{
@@ -105,17 +106,22 @@ impl<'a> Run<'a> {
             .run_id
             .unwrap_or_else(|| uuid::Uuid::now_v7().to_string());
         let sink = options.sink.unwrap_or_else(|| Arc::new(NullSink));
+        let (tools, brief) = with_discovery(agent, tools, model.as_ref())?;
         let declared = tools.specs();
         let system = agent
             .system
-            .render_for(
+            .render_catalog(
                 agent.protocol,
                 &declared,
+                brief,
                 agent.output.as_ref().map(|(schema, _)| schema),
                 model.thinks(),
             )
             .map_err(|e| RunError::Template(e.to_string()))?;
         let mut specs = declared;
+        if brief && agent.protocol == Protocol::Native {
+            specs = specs.into_iter().map(brief_native_spec).collect();
+        }
         if agent.protocol == Protocol::Native {
             specs.push(final_answer_spec());
         }
@@ -513,4 +519,47 @@ fn signature(reply: &ModelReply) -> String {
         out.push_str(&format!("\n{}({})", call.name, call.arguments.trim()));
     }
     out
+}
+
+/// The run's tools with `describe_tool` added when the catalog is large, and whether it is.
+fn with_discovery(
+    agent: &Agent,
+    mut tools: ToolRegistry,
+    model: &dyn Model,
+) -> Result<(ToolRegistry, bool), RunError> {
+    let declared = tools.specs();
+    let declared_tokens: usize = declared
+        .iter()
+        .map(|t| {
+            let line = format!(
+                "- {}: {} Input schema: {}",
+                t.name, t.description, t.parameters
+            );
+            model
+                .count_tokens(&line)
+                .unwrap_or_else(|| estimate_tokens(&line))
+        })
+        .sum();
+    let brief = agent
+        .discovery
+        .applies(declared.len(), declared_tokens, agent.context.max_tokens);
+    if brief && tools.get(DESCRIBE_TOOL).is_none() {
+        tools
+            .register(Arc::new(DescribeTool::new(declared)))
+            .map_err(|e| RunError::InvalidRequest(e.to_string()))?;
+    }
+    Ok((tools, brief))
+}
+
+/// A declaration for a provider's native tool calling under discovery: one line, and an input
+/// schema left open (the engine still validates the call against the real one).
+fn brief_native_spec(spec: ToolSpec) -> ToolSpec {
+    if spec.name == DESCRIBE_TOOL || spec.name == crate::tool::FINAL_ANSWER {
+        return spec;
+    }
+    ToolSpec {
+        description: one_line(&spec.description),
+        parameters: serde_json::json!({"type": "object"}),
+        ..spec
+    }
 }

@@ -1,9 +1,13 @@
 use super::run::Run;
 use crate::arithmetic::{Claim, slips};
 use crate::decision::Decision;
+use crate::discovery::{closest, shortened_schema};
 use crate::fingerprint::fingerprint;
 use crate::grounding::Evidence;
 use crate::rejection::{Category, Rejection};
+
+/// Most tool names an `unknown_tool` correction lists in full.
+const MAX_LISTED_TOOLS: usize = 12;
 
 /// Longest tool result quoted back in a rejection, in characters.
 const MAX_SHOWN_RESULT_CHARS: usize = 300;
@@ -41,6 +45,7 @@ impl Run<'_> {
                     .with_tool(action.tool.clone()));
                 };
                 if let Err(message) = result {
+                    let message = self.with_schema(&action.tool, message);
                     return Err(Rejection::new(Category::InvalidToolInput, message)
                         .with_tool(action.tool.clone()));
                 }
@@ -166,9 +171,30 @@ impl Run<'_> {
         if names.is_empty() {
             return format!("unknown tool `{name}`: no tools are available, give a final answer");
         }
+        let near = closest(name, &names);
+        let closest = if near.is_empty() {
+            String::new()
+        } else {
+            format!("; closest: {}", near.join(", "))
+        };
+        if names.len() > MAX_LISTED_TOOLS {
+            return format!("unknown tool `{name}`{closest}; use a name from the tool list");
+        }
         format!(
-            "unknown tool `{name}`; available tools: {}",
+            "unknown tool `{name}`{closest}; available tools: {}",
             names.join(", ")
+        )
+    }
+
+    /// A validation message followed by the input schema of `tool`, shortened.
+    fn with_schema(&self, tool: &str, message: String) -> String {
+        let Some(schema) = self.tools.get(tool).map(|t| t.input_schema()) else {
+            return message;
+        };
+        let budget = (self.agent.context.max_tokens / 10).clamp(60, 400) * 4;
+        format!(
+            "{message}; input schema of {tool}: {}",
+            shortened_schema(&schema, budget)
         )
     }
 }
