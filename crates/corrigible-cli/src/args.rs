@@ -92,6 +92,36 @@ pub struct ToolArgs {
     /// Show no worked examples.
     #[arg(long)]
     pub no_examples: bool,
+    /// Tool discovery: `auto` (default: when the catalog is large), `on` or `off`. Under it
+    /// the model sees each tool's name and one line, and calls `describe_tool` for a schema.
+    #[arg(long)]
+    pub discovery: Option<String>,
+    /// `--discovery auto`: more tools than this make the catalog large (default 16).
+    #[arg(long)]
+    pub discovery_max_tools: Option<usize>,
+    /// `--discovery auto`: declarations over this share of the context budget make the catalog
+    /// large (default 0.25).
+    #[arg(long)]
+    pub discovery_max_share: Option<f64>,
+}
+
+/// MCP servers whose tools the agent may use (with any of them, `--tools` defaults to none).
+#[derive(Debug, Clone, Default, Args)]
+pub struct McpArgs {
+    /// An MCP server spawned over stdio, as one command line (`--mcp "uvx mcp-server-time"`);
+    /// repeatable.
+    #[arg(long = "mcp", value_name = "COMMAND")]
+    pub commands: Vec<String>,
+    /// The URL of a Streamable HTTP MCP server; repeatable.
+    #[arg(long = "mcp-url", value_name = "URL")]
+    pub urls: Vec<String>,
+    /// A header sent to every `--mcp-url` server, as `"Name: value"` (for auth; its value is
+    /// never printed); repeatable.
+    #[arg(long = "mcp-header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Longest one MCP tool call may take, in ms, before it counts as failed (default 30000).
+    #[arg(long)]
+    pub mcp_timeout_ms: Option<u64>,
 }
 
 /// Every bound, as flags (unset flags keep the defaults).
@@ -147,6 +177,8 @@ pub struct RunArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub tools: ToolArgs,
+    #[command(flatten)]
+    pub mcp: McpArgs,
     #[command(flatten)]
     pub bounds: BoundArgs,
     /// Configuration file (default: CORRIGIBLE_CONFIG); flags override it.
@@ -207,6 +239,8 @@ pub struct ServeArgs {
     pub model: ModelArgs,
     #[command(flatten)]
     pub tools: ToolArgs,
+    #[command(flatten)]
+    pub mcp: McpArgs,
     #[command(flatten)]
     pub bounds: BoundArgs,
     /// Configuration file (default: CORRIGIBLE_CONFIG); flags override it.

@@ -55,6 +55,9 @@ pub struct FileConfig {
     /// Correction feedback.
     #[serde(default)]
     pub feedback: FeedbackConfig,
+    /// MCP servers, as `[[mcp]]` tables.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub mcp: Vec<crate::mcp::McpTable>,
 }
 
 /// `[limits]`.
@@ -203,6 +206,8 @@ pub fn load(path: &Path) -> anyhow::Result<FileConfig> {
     config
         .policy()
         .with_context(|| format!("config file {}", path.display()))?;
+    crate::mcp::servers_from_file(&config.mcp)
+        .with_context(|| format!("config file {}", path.display()))?;
     Ok(config)
 }
 
@@ -276,8 +281,13 @@ impl FileConfig {
     }
 
     /// The effective configuration as TOML.
+    /// Header values are shown as `***`.
     pub fn to_toml(&self) -> anyhow::Result<String> {
-        toml::to_string_pretty(self).map_err(|e| anyhow!("cannot print the configuration: {e}"))
+        let mut shown = self.clone();
+        for table in &mut shown.mcp {
+            table.redact();
+        }
+        toml::to_string_pretty(&shown).map_err(|e| anyhow!("cannot print the configuration: {e}"))
     }
 }
 

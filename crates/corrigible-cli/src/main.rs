@@ -3,6 +3,7 @@
 mod args;
 mod bench;
 mod config;
+mod mcp;
 mod render;
 mod setup;
 mod transcript;
@@ -102,40 +103,53 @@ fn config_command(command: ConfigCommand) -> Result<(), Failure> {
     Ok(())
 }
 
-/// Reads the configuration file, merges it under the flags and builds the agent.
-fn build_agent(
+/// Reads the configuration file, merges it under the flags, connects the MCP servers and
+/// builds the agent.
+async fn build_agent(
     config_flag: Option<&std::path::Path>,
     model_args: &mut args::ModelArgs,
     tool_args: &mut args::ToolArgs,
+    mcp_args: &args::McpArgs,
     bounds: &args::BoundArgs,
-) -> anyhow::Result<(Agent, setup::ModelSetup)> {
+) -> anyhow::Result<(Agent, setup::ModelSetup, Option<corrigible_mcp::McpCatalog>)> {
     let file = match config::locate(config_flag) {
         Some(path) => config::load(&path)?,
         None => config::FileConfig::default(),
     };
     setup::merge(model_args, tool_args, &file);
+    let servers = mcp::servers(mcp_args, &file.mcp)?;
+    if !servers.is_empty() && tool_args.tools.is_none() {
+        tool_args.tools = Some(Vec::new());
+    }
     let model = setup::model(model_args)?;
-    let tools = setup::tools(tool_args)?;
+    let mut tools = setup::tools(tool_args)?;
+    let catalog = mcp::connect(servers, &tools.names()).await?;
+    if let Some(catalog) = &catalog {
+        catalog.register(&mut tools)?;
+    }
     let examples = setup::examples(tool_args, &tools)?;
     let policy = setup::policy(file.policy()?, bounds)?;
     let mut builder = Agent::builder_shared(model.model.clone())
         .tools(tools)
         .worked_examples(examples)
         .policy(policy)
+        .discovery(setup::discovery(tool_args)?)
         .protocol(model.protocol);
     if let Some(template) = &file.feedback.template {
         builder = builder.feedback_template(template.clone());
     }
-    Ok((builder.build()?, model))
+    Ok((builder.build()?, model, catalog))
 }
 
 async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
-    let (agent, model) = build_agent(
+    let (agent, model, _catalog) = build_agent(
         args.config.as_deref(),
         &mut args.model,
         &mut args.tools,
+        &args.mcp,
         &args.bounds,
-    )?;
+    )
+    .await?;
     if args.max_concurrent_model_calls == 0 {
         return Err(anyhow::anyhow!("--max-concurrent-model-calls: must be at least 1").into());
     }
@@ -186,12 +200,14 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
 }
 
 async fn run(mut args: RunArgs) -> Result<(), Failure> {
-    let (agent, _) = build_agent(
+    let (agent, _, catalog) = build_agent(
         args.config.as_deref(),
         &mut args.model,
         &mut args.tools,
+        &args.mcp,
         &args.bounds,
-    )?;
+    )
+    .await?;
 
     let style = render::Style::detect();
     let mut sinks: Vec<Arc<dyn TraceSink>> = Vec::new();
@@ -207,7 +223,11 @@ async fn run(mut args: RunArgs) -> Result<(), Failure> {
         sink: Some(Arc::new(transcript::Fanout(sinks))),
         ..Default::default()
     };
-    match agent.run_with(&args.prompt, options).await {
+    let outcome = agent.run_with(&args.prompt, options).await;
+    if let Some(catalog) = catalog {
+        catalog.close().await;
+    }
+    match outcome {
         Ok(report) => {
             if args.json {
                 let text = serde_json::to_string_pretty(&report).map_err(anyhow::Error::from)?;

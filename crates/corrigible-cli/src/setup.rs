@@ -211,3 +211,21 @@ pub fn policy(mut policy: Policy, bounds: &BoundArgs) -> anyhow::Result<Policy> 
     }
     Ok(policy)
 }
+
+/// The discovery settings of the flags, validated.
+pub fn discovery(args: &ToolArgs) -> anyhow::Result<corrigible::Discovery> {
+    let mut discovery = corrigible::Discovery::default();
+    if let Some(mode) = &args.discovery {
+        discovery.mode = mode.parse().map_err(|e| anyhow!("--discovery: {e}"))?;
+    }
+    if let Some(n) = args.discovery_max_tools {
+        discovery.max_tools = n;
+    }
+    if let Some(share) = args.discovery_max_share {
+        if !(share.is_finite() && (0.0..=1.0).contains(&share)) {
+            bail!("--discovery-max-share: must be between 0 and 1");
+        }
+        discovery.max_share = share;
+    }
+    Ok(discovery)
+}
