@@ -10,7 +10,7 @@ use std::time::Duration;
 use common::*;
 use corrigible::policy::{Backoff, Jitter};
 use corrigible::trace::{StepOutcome, StopReason};
-use corrigible::{Agent, Category, Grounding, Policy, RunReport, Tool, ToolContext, ToolOutcome};
+use corrigible::{Agent, Category, Policy, RunReport, Tool, ToolContext, ToolOutcome};
 use corrigible_mcp::{McpCatalog, McpServerConfig};
 use serde_json::json;
 
@@ -30,7 +30,6 @@ fn policy() -> Policy {
         Jitter::None,
     )
     .unwrap();
-    policy.grounding = Grounding::Failures;
     policy
 }
 

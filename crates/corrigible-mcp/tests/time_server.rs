@@ -5,7 +5,7 @@ mod common;
 
 use common::*;
 use corrigible::trace::StepOutcome;
-use corrigible::{Agent, Category, Grounding, Policy, Tool};
+use corrigible::{Agent, Category, Policy, Tool};
 use corrigible_mcp::{McpCatalog, McpServerConfig};
 use serde_json::json;
 
@@ -48,10 +48,7 @@ async fn a_question_is_answered_with_the_time_tools() {
         ),
         final_answer(true, "12:00 UTC is 21:00 in Tokyo"),
     ]);
-    let policy = Policy {
-        grounding: Grounding::Failures,
-        ..Policy::default()
-    };
+    let policy = Policy::default();
     let agent = catalog
         .add_to(Agent::builder(model))
         .policy(policy)

@@ -16,8 +16,10 @@ const MAX_LINE_CHARS: usize = 100;
 /// Most names a correction suggests.
 const MAX_SUGGESTIONS: usize = 3;
 
-/// Similarity (Jaro-Winkler, 0 to 1) a registered name needs to be suggested.
-const MIN_SIMILARITY: f64 = 0.7;
+/// Similarity (Sørensen-Dice on character pairs, 0 to 1) a registered name needs to be
+/// suggested. Pairs, unlike Jaro-Winkler's prefix weight, rank `get_current_time` above
+/// `get_weather` for `get_time`.
+const MIN_SIMILARITY: f64 = 0.5;
 
 /// Whether a run shows the short catalog.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -103,7 +105,7 @@ pub fn closest<'a>(name: &str, names: &[&'a str]) -> Vec<&'a str> {
     let wanted = name.to_lowercase();
     let mut scored: Vec<(f64, &str)> = names
         .iter()
-        .map(|n| (strsim::jaro_winkler(&wanted, &n.to_lowercase()), *n))
+        .map(|n| (strsim::sorensen_dice(&wanted, &n.to_lowercase()), *n))
         .filter(|(score, _)| *score >= MIN_SIMILARITY)
         .collect();
     scored.sort_by(|a, b| b.0.total_cmp(&a.0));
@@ -244,6 +246,10 @@ mod tests {
     fn closest_names_rank_by_similarity() {
         let names = ["get_current_time", "convert_time", "get_weather"];
         assert_eq!(closest("get_time", &names)[0], "get_current_time");
+        assert_eq!(
+            closest("calculater", &["calculator", "time"]),
+            ["calculator"]
+        );
         assert!(closest("zzzz", &names).is_empty());
     }
 
