@@ -30,6 +30,9 @@ enum Found {
     Calls(Vec<(String, Option<Value>)>),
     /// A reply that starts with a call marker whose content cannot be read.
     Unreadable(&'static str),
+    /// A call of the named registered tool in a code block with prose after it: plainly a
+    /// call, but what the prose around it means is not, so it is sent back, not executed.
+    Embedded(String),
 }
 
 /// Reads the text of a native reply that has no tool call. `None`: the text is not a call and
@@ -41,6 +44,19 @@ pub fn parse_text_call(text: &str, tools: &[&str], allow_repair: bool) -> Option
     let calls = match find(text, tools) {
         Found::NotACall => return None,
         Found::Calls(calls) => calls,
+        Found::Embedded(name) => {
+            return Some(rejected(
+                Rejection::new(
+                    Category::InvalidToolInput,
+                    format!(
+                        "your reply writes a call of `{name}` as text, in a code block among \
+                         prose; do not write calls in the reply text: call `{name}` through the \
+                         tool-calling interface"
+                    ),
+                )
+                .with_tool(name),
+            ));
+        }
         Found::Unreadable(format) => {
             return Some(rejected(Rejection::new(
                 Category::DecisionSchema,
@@ -172,6 +188,9 @@ fn find(text: &str, tools: &[&str]) -> Found {
     if let Some(call) = trailing_fenced_call(text, tools) {
         return Found::Calls(vec![call]);
     }
+    if let Some(name) = embedded_fenced_call(text, tools) {
+        return Found::Embedded(name);
+    }
     if starts_as_call(text, tools) {
         return Found::Unreadable("a JSON call cut off or broken");
     }
@@ -180,20 +199,53 @@ fn find(text: &str, tools: &[&str]) -> Found {
 
 /// Prose that ends with a code block (untagged or `json`, opening a line) holding exactly one
 /// call of a registered tool in the strict bare shape: a plan written out, then its call.
-/// Nothing may follow the block, so an answer that shows a call and goes on stays an answer.
 fn trailing_fenced_call(text: &str, tools: &[&str]) -> Option<(String, Option<Value>)> {
-    let body = text.trim_end().strip_suffix("```")?;
-    let open = body.rfind("```")?;
-    let prose = body[..open].trim_end_matches([' ', '\t']);
-    if prose.trim().is_empty() || !prose.ends_with('\n') {
+    let text = text.trim_end();
+    let blocks = fenced_blocks(text);
+    let (range, body) = blocks.last()?;
+    if range.end != text.len() || text[..range.start].trim().is_empty() {
         return None;
     }
-    let (info, block) = body[open + 3..].split_once('\n')?;
-    let info = info.trim();
-    if !(info.is_empty() || info.eq_ignore_ascii_case("json")) {
-        return None;
+    fenced_call(body, tools)
+}
+
+/// The tool called in a code block that has prose after it, when the block holds exactly one
+/// strict call of a registered tool.
+fn embedded_fenced_call(text: &str, tools: &[&str]) -> Option<String> {
+    let text = text.trim_end();
+    fenced_blocks(text)
+        .into_iter()
+        .filter(|(range, _)| !text[range.end..].trim().is_empty())
+        .find_map(|(_, body)| fenced_call(body, tools))
+        .map(|(name, _)| name)
+}
+
+/// The code blocks of `text` whose fence opens a line and is untagged or `json`: each block's
+/// byte range, fences included, and its body.
+fn fenced_blocks(text: &str) -> Vec<(std::ops::Range<usize>, &str)> {
+    let mut blocks = Vec::new();
+    let mut from = 0;
+    while let Some(open) = text[from..].find("```").map(|i| from + i) {
+        let Some(close) = text[open + 3..].find("```").map(|i| open + 3 + i) else {
+            break;
+        };
+        from = close + 3;
+        let before = text[..open].trim_end_matches([' ', '\t']);
+        let line_start = before.is_empty() || before.ends_with('\n');
+        let Some((info, body)) = text[open + 3..close].split_once('\n') else {
+            continue;
+        };
+        let info = info.trim();
+        if line_start && (info.is_empty() || info.eq_ignore_ascii_case("json")) {
+            blocks.push((open..from, body));
+        }
     }
-    let value: Value = serde_json::from_str(block.trim()).ok()?;
+    blocks
+}
+
+/// A code block's body that is exactly one strict call of a registered tool.
+fn fenced_call(body: &str, tools: &[&str]) -> Option<(String, Option<Value>)> {
+    let value: Value = serde_json::from_str(body.trim()).ok()?;
     let call = call_shape(&value, true)?;
     tools.contains(&call.0.as_str()).then_some(call)
 }
@@ -506,7 +558,6 @@ mod tests {
             r#"{"name": "Bob", "age": "#,
             r#"{"tool": "a hammer", "use": "nails"}"#,
             "",
-            "Call it like this:\n```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}\n```\nand it returns 6.",
             "Call it like this:\n```python\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}\n```",
             "A call looks like this:\n```json\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}\n```",
             "The call was:\n```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}, \"result\": 6}\n```",
@@ -532,6 +583,30 @@ mod tests {
         let parsed = parse_text_call(text, &TOOLS, true).unwrap_or_else(|| panic!("a call"));
         assert_eq!(parsed.repairs, vec![RepairKind::TextToolCall]);
         assert!(matches!(parsed.decision, Ok(Decision::Action(_))));
+    }
+
+    #[test]
+    fn a_call_fenced_among_prose_is_sent_back() {
+        let text = "<request>What time is it in Lisbon right now?</request>\n\nThe request needs \
+                    a tool call.\n\n```json\n{\n  \"name\": \"weather\",\n  \"arguments\": {\n    \
+                    \"city\": \"Lisbon\"\n  }\n}\n```\n\nThis request is now satisfied.";
+        assert_eq!(find(text, &TOOLS), Found::Embedded("weather".into()));
+        let parsed = parse_text_call(text, &TOOLS, true).unwrap_or_else(|| panic!("a call"));
+        match parsed.decision {
+            Err(r) => {
+                assert_eq!(r.category, Category::InvalidToolInput);
+                assert_eq!(r.tool.as_deref(), Some("weather"));
+                assert!(
+                    r.message.contains("tool-calling interface"),
+                    "{}",
+                    r.message
+                );
+            }
+            other => panic!("expected a rejection, got {other:?}"),
+        }
+        let shown = "Call it like this:\n```json\n{\"name\": \"calculator\", \"arguments\": \
+                     {\"expression\": \"2*3\"}}\n```\nand it returns 6.";
+        assert_eq!(find(shown, &TOOLS), Found::Embedded("calculator".into()));
     }
 
     #[test]
