@@ -2,22 +2,20 @@
 
 use std::time::Duration;
 
-use rand::Rng;
+use corrigible::policy::{Backoff, Jitter};
 
 /// A retry policy that cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid retry policy: {0}")]
 pub struct InvalidPolicy(String);
 
-/// Transport retries of one model call: exponential backoff with jitter, honouring
-/// `Retry-After` up to a cap. Never counted as corrections.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+/// Transport retries of one model call: the engine's exponential [`Backoff`] (doubling, full
+/// jitter), honouring `Retry-After` up to a cap. Never counted as corrections.
+#[derive(Debug, Clone, Copy, PartialEq)]
 pub struct RetryPolicy {
     max_retries: u32,
-    initial_backoff: Duration,
-    max_backoff: Duration,
+    backoff: Backoff,
     retry_after_cap: Duration,
-    jitter: bool,
 }
 
 impl Default for RetryPolicy {
@@ -25,10 +23,8 @@ impl Default for RetryPolicy {
     fn default() -> Self {
         Self {
             max_retries: 2,
-            initial_backoff: Duration::from_millis(500),
-            max_backoff: Duration::from_secs(30),
+            backoff: Backoff::default(),
             retry_after_cap: Duration::from_secs(60),
-            jitter: true,
         }
     }
 }
@@ -46,10 +42,11 @@ impl RetryPolicy {
                 "max_backoff ({max_backoff:?}) is shorter than initial_backoff ({initial_backoff:?})"
             )));
         }
+        let backoff = Backoff::new(initial_backoff, 2.0, max_backoff, Jitter::Full)
+            .map_err(|e| InvalidPolicy(e.to_string()))?;
         Ok(Self {
             max_retries,
-            initial_backoff,
-            max_backoff,
+            backoff,
             ..Self::default()
         })
     }
@@ -68,9 +65,11 @@ impl RetryPolicy {
         self
     }
 
-    /// Whether backoff waits are randomized (between half and all of the nominal wait).
+    /// Whether backoff waits are randomized (uniformly between zero and the nominal wait).
     pub fn with_jitter(mut self, jitter: bool) -> Self {
-        self.jitter = jitter;
+        self.backoff = self
+            .backoff
+            .with_jitter(if jitter { Jitter::Full } else { Jitter::None });
         self
     }
 
@@ -81,27 +80,20 @@ impl RetryPolicy {
 
     /// The nominal waits before each retry, without jitter.
     pub fn schedule(&self) -> impl Iterator<Item = Duration> + use<> {
-        let (initial, max) = (self.initial_backoff, self.max_backoff);
-        (0..self.max_retries).map(move |n| {
-            initial
-                .checked_mul(2u32.saturating_pow(n))
-                .map_or(max, |d| d.min(max))
-        })
+        let backoff = self.backoff;
+        (0..self.max_retries).map(move |n| backoff.base_delay(n))
     }
 
     /// After `retries_done` retries, with the server's `Retry-After` if it sent one: how long to
     /// wait before the next retry, or `None` when the retries are spent.
     pub fn next_delay(&self, retries_done: u32, retry_after: Option<Duration>) -> Option<Duration> {
-        let nominal = self.schedule().nth(retries_done as usize)?;
+        if retries_done >= self.max_retries {
+            return None;
+        }
         if let Some(wait) = retry_after {
             return Some(wait.min(self.retry_after_cap));
         }
-        if !self.jitter || nominal.is_zero() {
-            return Some(nominal);
-        }
-        let half = nominal / 2;
-        let extra = rand::rng().random_range(Duration::ZERO..=nominal - half);
-        Some(half + extra)
+        Some(self.backoff.delay(retries_done, &mut rand::rng()))
     }
 }
 
@@ -135,11 +127,10 @@ mod tests {
     }
 
     #[test]
-    fn jitter_stays_within_half_and_whole() {
+    fn jitter_stays_under_the_nominal_wait() {
         let p = RetryPolicy::default();
         for _ in 0..50 {
-            let d = p.next_delay(1, None).unwrap();
-            assert!(d >= Duration::from_millis(500) && d <= Duration::from_secs(1));
+            assert!(p.next_delay(1, None).unwrap() <= Duration::from_secs(1));
         }
     }
 

@@ -62,6 +62,11 @@ impl Backoff {
         })
     }
 
+    /// The same schedule with jitter `jitter`.
+    pub fn with_jitter(self, jitter: Jitter) -> Self {
+        Self { jitter, ..self }
+    }
+
     /// The first delay.
     pub fn initial(&self) -> Duration {
         self.initial
@@ -89,17 +94,20 @@ impl Backoff {
         Duration::from_secs_f64(secs)
     }
 
+    /// The delay before retry `n` (from 0), with jitter drawn from `rng`.
+    pub fn delay<R: Rng + ?Sized>(&self, n: u32, rng: &mut R) -> Duration {
+        let base = self.base_delay(n);
+        match self.jitter {
+            Jitter::None => base,
+            Jitter::Full => Duration::from_secs_f64(rng.random_range(0.0..=base.as_secs_f64())),
+        }
+    }
+
     /// The delays before each retry, endless; jitter drawn from a generator seeded with `seed`.
     pub fn delays(&self, seed: u64) -> impl Iterator<Item = Duration> + use<> {
         let backoff = *self;
         let mut rng = StdRng::seed_from_u64(seed);
-        (0u32..).map(move |n| {
-            let base = backoff.base_delay(n);
-            match backoff.jitter {
-                Jitter::None => base,
-                Jitter::Full => Duration::from_secs_f64(rng.random_range(0.0..=base.as_secs_f64())),
-            }
-        })
+        (0u32..).map(move |n| backoff.delay(n, &mut rng))
     }
 }
 
