@@ -32,7 +32,7 @@ pub fn answer_part(text: &str) -> &str {
 pub async fn run(model: &dyn Model, run_id: &str, prompt: &str) -> Result<RunReport, ModelError> {
     let stage = Stage::new(1, 0);
     let request = ModelRequest {
-        stage: stage.clone(),
+        stage,
         messages: vec![Message::request(format!("{prompt}\n{INSTRUCTION}"))],
         tools: Vec::new(),
         protocol: Protocol::Json,

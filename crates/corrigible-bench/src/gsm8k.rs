@@ -7,7 +7,7 @@
 //! problem and its own instruction. A run passes when the number its final answer ends with
 //! (after `Answer:` when it says so) equals the reference answer.
 
-use corrigible::numbers::numbers_in;
+use corrigible::evidence::numbers::numbers_in;
 use corrigible::{RunReport, StopReason};
 use serde::Deserialize;
 

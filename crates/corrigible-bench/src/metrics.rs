@@ -159,48 +159,25 @@ impl TaskResult {
     }
 }
 
-/// `step_N` or `step_N_correction_M` as `(N, M)`.
-pub fn parse_stage(stage: &str) -> Option<(u32, u32)> {
-    let rest = stage.strip_prefix("step_")?;
-    match rest.split_once("_correction_") {
-        Some((n, m)) => Some((n.parse().ok()?, m.parse().ok()?)),
-        None => Some((rest.parse().ok()?, 0)),
-    }
-}
-
 /// A fault is recovered when its slot was accepted: the slot executed an action, or it is the
 /// slot of the run's accepted final answer. Its cost is the slot's model calls after it.
 fn fault_outcome(report: &RunReport, fault: &InjectedFault) -> FaultOutcome {
-    let stage = fault.stage.to_string();
-    let Some((slot, round)) = parse_stage(&stage) else {
-        return FaultOutcome {
-            kind: fault.kind,
-            stage,
-            recovered: false,
-            recovery_calls: 0,
-        };
-    };
-    let last_slot = report
-        .model_calls
-        .iter()
-        .filter_map(|c| parse_stage(c.stage.as_str()))
-        .map(|(n, _)| n)
-        .max();
+    let (slot, round) = (fault.stage.step(), fault.stage.correction());
+    let last_slot = report.model_calls.iter().map(|c| c.stage.step()).max();
     let final_slot = matches!(report.stop_reason, StopReason::Final) && last_slot == Some(slot);
     let recovered = final_slot || report.steps.iter().any(|s| s.step == slot);
     let recovery_calls = if recovered {
         report
             .model_calls
             .iter()
-            .filter_map(|c| parse_stage(c.stage.as_str()))
-            .filter(|(n, m)| *n == slot && *m > round)
+            .filter(|c| c.stage.step() == slot && c.stage.correction() > round)
             .count() as u32
     } else {
         0
     };
     FaultOutcome {
         kind: fault.kind,
-        stage,
+        stage: fault.stage.to_string(),
         recovered,
         recovery_calls,
     }
@@ -370,10 +347,7 @@ mod tests {
     use super::*;
 
     #[test]
-    fn stages_and_percentiles() {
-        assert_eq!(parse_stage("step_3"), Some((3, 0)));
-        assert_eq!(parse_stage("step_2_correction_1"), Some((2, 1)));
-        assert_eq!(parse_stage("final"), None);
+    fn percentiles() {
         let v = [1.0, 2.0, 3.0, 4.0, 100.0];
         assert_eq!(percentile(&v, 0.5), 3.0);
         assert_eq!(percentile(&v, 0.95), 100.0);

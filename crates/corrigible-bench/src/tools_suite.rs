@@ -7,7 +7,7 @@
 //! result is exact.
 
 use chrono::{DateTime, Utc};
-use corrigible::numbers::numbers_in;
+use corrigible::evidence::numbers::numbers_in;
 use corrigible::trace::StepOutcome;
 use corrigible::{RunReport, StopReason, ToolRegistry};
 use corrigible_tools::fake::{FakeOpenMeteo, FakeOptions, find_city};

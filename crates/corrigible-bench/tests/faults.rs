@@ -5,7 +5,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{ByPrompt, call};
-use corrigible::repair::RepairKind;
+use corrigible::decision::repair::RepairKind;
 use corrigible::{Agent, Category, Model, Policy, Protocol, StopReason};
 use corrigible_bench::faults::{FaultKind, FaultyModel, applicable};
 use corrigible_tools::Calculator;
@@ -43,7 +43,7 @@ async fn each_kind_is_repaired_or_corrected_on_the_json_protocol() {
         let injected = faulty.injected();
         assert_eq!(injected.len(), 1, "{kind}: {injected:?}");
         assert_eq!(injected[0].kind, kind);
-        assert_eq!(injected[0].stage.as_str(), "step_1");
+        assert_eq!(injected[0].stage, "step_1");
         assert_eq!(report.stop_reason, StopReason::Final, "{kind}: {report:?}");
         assert!(report.satisfied, "{kind}");
         assert_eq!(report.steps.len(), 1, "{kind}");

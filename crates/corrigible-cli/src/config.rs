@@ -274,7 +274,7 @@ impl FileConfig {
             );
         }
         if let Some(template) = &self.feedback.template {
-            corrigible::feedback::FeedbackTemplate::new(template.clone())
+            corrigible::correction::feedback::FeedbackTemplate::new(template.clone())
                 .map_err(|e| anyhow!("feedback.template: {e}"))?;
         }
         Ok(policy)

@@ -118,7 +118,7 @@ impl TraceSink for LiveTrace {
                 };
                 self.line(format!(
                     "{:<24} {}{identical}",
-                    s.cyan(record.stage.as_str()),
+                    s.cyan(&record.stage.to_string()),
                     s.dim(&format!(
                         "{:.0} ms, {} → {} tokens{reused}{retries}{decoded}",
                         record.latency_ms, record.input_tokens, record.output_tokens

@@ -73,7 +73,7 @@ async fn the_engine_corrects_an_unconstrained_reply() {
         .corrections
         .first()
         .expect("the first reply was rejected");
-    assert_eq!(first.stage.as_str(), "step_1");
+    assert_eq!(first.stage, "step_1");
     assert!(first.category.is_decision_rejection(), "{first:?}");
     assert!(report.usage.model_calls >= 2);
 }

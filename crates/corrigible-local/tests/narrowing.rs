@@ -7,8 +7,8 @@
 
 mod common;
 
+use corrigible::correction::fingerprint::fingerprint;
 use corrigible::decision::parse_text;
-use corrigible::fingerprint::fingerprint;
 use corrigible::{
     Allowed, Category, CorrectionContext, Decision, Message, MessageKind, ModelReply, ModelRequest,
     Stage,
@@ -397,7 +397,7 @@ fn ungrounded_argument_allows_an_action_on_the_conversations_numbers() {
         .iter()
         .flat_map(|t| t.grounded.clone())
         .collect();
-    request.grounds = corrigible::provenance::Sources::new(prompt, []).grounds(&grounded);
+    request.grounds = corrigible::evidence::provenance::Sources::new(prompt, []).grounds(&grounded);
     // Recorded from the bench (calc_05): the model's first call made up 176.4.
     let rejected = r#"{"state":"action","reason":"root","tool":"calculator","tool_input":{"expression":"1764 * 176.4"}}"#;
     let correction = correction_of(
@@ -421,7 +421,7 @@ fn ungrounded_argument_allows_an_action_on_the_conversations_numbers() {
     };
     if action.tool == "calculator" {
         let expression = action.input["expression"].as_str().unwrap_or_default();
-        for n in corrigible::numbers::numbers_in(expression) {
+        for n in corrigible::evidence::numbers::numbers_in(expression) {
             assert_eq!(
                 n.abs(),
                 1764.0,
@@ -439,7 +439,7 @@ fn a_copied_argument_is_one_of_the_requests_spans() {
     let mut request = common::request(prompt, common::tools());
     request.tools[2].grounded = vec![corrigible::GroundedArgument::copied("city")];
     let grounded = request.tools[2].grounded.clone();
-    request.grounds = corrigible::provenance::Sources::new(prompt, []).grounds(&grounded);
+    request.grounds = corrigible::evidence::provenance::Sources::new(prompt, []).grounds(&grounded);
     let reply = text(&ask(model, &request));
     if let Decision::Action(action) = decision(&reply)
         && action.tool == "weather"
@@ -529,7 +529,8 @@ fn repeated_action_allows_neither_call_made_and_holds_the_numbers() {
         .iter()
         .flat_map(|t| t.grounded.clone())
         .collect();
-    request.grounds = corrigible::provenance::Sources::new(prompt, &results).grounds(&grounded);
+    request.grounds =
+        corrigible::evidence::provenance::Sources::new(prompt, &results).grounds(&grounded);
     // Recorded from the bench (weather_14): after both lookups the model asked for Rome again.
     let rejected = r#"{"state":"action","reason":"look up Rome","tool":"weather","tool_input":{"city":"Rome"}}"#;
     let mut correction = correction_of(
@@ -564,7 +565,7 @@ fn repeated_action_allows_neither_call_made_and_holds_the_numbers() {
         && action.tool == "calculator"
     {
         let expression = action.input["expression"].as_str().unwrap_or_default();
-        for n in corrigible::numbers::numbers_in(expression) {
+        for n in corrigible::evidence::numbers::numbers_in(expression) {
             assert!(
                 [12.6, 6.2].contains(&n.abs()),
                 "{expression} holds only the readings"

@@ -10,42 +10,31 @@
 pub mod agent;
 pub mod arithmetic;
 pub mod context;
-pub mod coverage;
+pub mod correction;
 pub mod decision;
 pub mod discovery;
+pub mod evidence;
 pub mod examples;
-pub mod feedback;
-pub mod fingerprint;
-pub mod grounding;
-pub mod implied;
 pub mod message;
 pub mod model;
-pub mod narrowing;
-pub mod number_words;
-pub mod numbers;
 pub mod policy;
 pub mod prompt;
-pub mod provenance;
-pub mod rejection;
-pub mod repair;
 pub mod stage;
 pub mod tool;
 pub mod trace;
 
 pub use agent::{Agent, AgentBuilder, BuildError, OutputValidator, RunError, RunOptions};
+pub use correction::{Allowed, Category, CorrectionContext, Rejection};
 pub use decision::{Action, Decision, Final};
 pub use discovery::{Discovery, DiscoveryMode};
+pub use evidence::grounding::Grounding;
+pub use evidence::provenance::{GroundedArgument, Provenance};
 pub use examples::{ExampleStep, WorkedExample};
-pub use grounding::Grounding;
 pub use message::{Message, MessageKind, Role, ToolCall};
 pub use model::{
-    CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, ToolSpec,
-    Usage,
+    Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, ToolSpec, Usage,
 };
-pub use narrowing::Allowed;
 pub use policy::{Checks, Limits, Policy, Profile, ToolPolicy};
-pub use provenance::{GroundedArgument, Provenance};
-pub use rejection::{Category, Rejection};
 pub use stage::Stage;
 pub use tool::{Tool, ToolContext, ToolOutcome, ToolRegistry, TypedTool};
 pub use trace::{RunReport, StopReason, TraceEvent, TraceSink};

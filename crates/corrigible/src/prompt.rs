@@ -3,8 +3,8 @@
 use minijinja::{Environment, context};
 use serde::Serialize;
 
+use crate::correction::feedback::{TemplateError, xml_escape, xml_text_escape};
 use crate::discovery::{DESCRIBE_TOOL, one_line};
-use crate::feedback::{TemplateError, xml_escape, xml_text_escape};
 use crate::model::{Protocol, ToolSpec};
 
 /// The default system prompt. Variables: `protocol` (`json` or `native`), `tools` (each with

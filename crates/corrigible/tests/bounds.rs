@@ -11,7 +11,7 @@ use corrigible::context::ContextBudget;
 use corrigible::policy::{Backoff, BreakerPolicy, BreakerState, CircuitBreakers, Jitter};
 use corrigible::trace::{StepOutcome, StopReason};
 use corrigible::{
-    Agent, Allowed, Category, ModelError, Policy, Protocol, RunError, RunOptions, ToolPolicy,
+    Agent, Allowed, Category, ModelError, Policy, Protocol, RunError, RunOptions, Stage, ToolPolicy,
 };
 use serde_json::json;
 
@@ -37,17 +37,17 @@ async fn two_failed_corrections_end_the_slot_with_no_further_model_call() {
     assert_eq!(report.final_summary, None);
     assert_eq!(report.usage.model_calls, 3);
     assert_eq!(model.remaining(), 1);
-    let rows: Vec<(u32, &str, Category, bool)> = report
+    let rows: Vec<(u32, Stage, Category, bool)> = report
         .corrections
         .iter()
-        .map(|c| (c.attempt, c.stage.as_str(), c.category, c.corrected))
+        .map(|c| (c.attempt, c.stage, c.category, c.corrected))
         .collect();
     assert_eq!(
         rows,
         [
-            (1, "step_1", Category::InvalidJson, false),
-            (2, "step_1_correction_1", Category::InvalidJson, false),
-            (3, "step_1_correction_2", Category::DecisionSchema, false),
+            (1, Stage::new(1, 0), Category::InvalidJson, false),
+            (2, Stage::new(1, 1), Category::InvalidJson, false),
+            (3, Stage::new(1, 2), Category::DecisionSchema, false),
         ]
     );
 }

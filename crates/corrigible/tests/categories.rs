@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 use common::*;
 use corrigible::policy::{BreakerPolicy, CircuitBreakers};
 use corrigible::trace::{StepOutcome, StopReason};
-use corrigible::{Agent, Category, Policy, Protocol, ToolPolicy};
+use corrigible::{Agent, Category, Policy, Protocol, Stage, ToolPolicy};
 use serde_json::json;
 
 fn agent(model: Arc<Scripted>) -> corrigible::AgentBuilder {
@@ -30,15 +30,17 @@ async fn empty_response_is_corrected_without_a_tool_step() {
     assert_eq!(report.final_summary.as_deref(), Some("hello"));
     let c = &report.corrections[0];
     assert_eq!(
-        (c.category, c.step, c.attempt, c.stage.as_str(), c.corrected),
+        (
+            c.category,
+            c.step,
+            c.attempt,
+            &*c.stage.to_string(),
+            c.corrected
+        ),
         (Category::EmptyResponse, 1, 1, "step_1", true)
     );
     assert!(report.steps.is_empty());
-    let stages: Vec<&str> = report
-        .model_calls
-        .iter()
-        .map(|c| c.stage.as_str())
-        .collect();
+    let stages: Vec<Stage> = report.model_calls.iter().map(|c| c.stage).collect();
     assert_eq!(stages, ["step_1", "step_1_correction_1"]);
 }
 
@@ -108,7 +110,7 @@ async fn invalid_tool_input_never_reaches_the_tool_nor_consumes_a_step() {
     assert_eq!(calc.calls.load(Ordering::SeqCst), 1);
     let c = &report.corrections[0];
     assert_eq!(
-        (c.category, c.step, c.attempt, c.stage.as_str()),
+        (c.category, c.step, c.attempt, &*c.stage.to_string()),
         (Category::InvalidToolInput, 1, 1, "step_1")
     );
     assert!(
@@ -128,11 +130,7 @@ async fn invalid_tool_input_never_reaches_the_tool_nor_consumes_a_step() {
         (report.steps[0].step, report.steps[0].output.clone()),
         (1, Some(json!(14)))
     );
-    let stages: Vec<&str> = report
-        .model_calls
-        .iter()
-        .map(|c| c.stage.as_str())
-        .collect();
+    let stages: Vec<Stage> = report.model_calls.iter().map(|c| c.stage).collect();
     assert_eq!(stages, ["step_1", "step_1_correction_1", "step_2"]);
 }
 
@@ -164,7 +162,11 @@ async fn repeated_failed_action_is_never_executed_twice() {
     );
     let repeated = &report.corrections[1];
     assert_eq!(
-        (repeated.step, repeated.stage.as_str(), repeated.corrected),
+        (
+            repeated.step,
+            &*repeated.stage.to_string(),
+            repeated.corrected
+        ),
         (2, "step_2", true)
     );
     assert_eq!(report.steps.len(), 1);
@@ -189,7 +191,7 @@ async fn repeated_action_is_not_run_again_and_quotes_the_result() {
     assert_eq!(report.steps.len(), 1);
     let c = &report.corrections[0];
     assert_eq!(
-        (c.category, c.step, c.stage.as_str(), c.corrected),
+        (c.category, c.step, &*c.stage.to_string(), c.corrected),
         (Category::RepeatedAction, 2, "step_2", true)
     );
     assert!(
@@ -201,7 +203,7 @@ async fn repeated_action_is_not_run_again_and_quotes_the_result() {
     assert_eq!(
         correction.allowed(),
         corrigible::Allowed::ActionsExcept {
-            actions: vec![corrigible::fingerprint::fingerprint(
+            actions: vec![corrigible::correction::fingerprint::fingerprint(
                 "calculator",
                 &json!({"expression": "2*(3+4)"})
             )]
@@ -341,7 +343,10 @@ async fn ungrounded_final_is_corrected() {
         .iter()
         .find(|c| c.category == Category::UngroundedFinal)
         .unwrap();
-    assert_eq!((c.step, c.stage.as_str(), c.corrected), (2, "step_2", true));
+    assert_eq!(
+        (c.step, &*c.stage.to_string(), c.corrected),
+        (2, "step_2", true)
+    );
     assert!(!report.satisfied);
     assert_eq!(report.final_summary.as_deref(), Some("lookup failed"));
 }
@@ -361,7 +366,7 @@ async fn an_answer_that_states_no_tool_result_is_corrected() {
         .unwrap();
     let c = &report.corrections[0];
     assert_eq!(c.category, Category::UnstatedResult);
-    assert_eq!((c.stage.as_str(), c.corrected), ("step_2", true));
+    assert_eq!((&*c.stage.to_string(), c.corrected), ("step_2", true));
     assert!(c.error.contains("result of calculator: 14"), "{}", c.error);
     assert!(report.satisfied);
     assert_eq!(report.final_summary.as_deref(), Some("2*(3+4) is 14."));
@@ -394,7 +399,7 @@ async fn an_answer_resting_on_a_slip_in_the_reasoning_is_corrected() {
         .unwrap();
     let c = &report.corrections[0];
     assert_eq!(c.category, Category::WrongArithmetic);
-    assert_eq!((c.stage.as_str(), c.corrected), ("step_1", true));
+    assert_eq!((&*c.stage.to_string(), c.corrected), ("step_1", true));
     assert!(
         c.error.contains("`20 + 80 + 160 is 260, not 460`"),
         "{}",
@@ -507,7 +512,7 @@ async fn output_rejected_is_corrected_in_the_next_round() {
         .unwrap();
     let c = &report.corrections[0];
     assert_eq!(
-        (c.category, c.stage.as_str(), c.corrected),
+        (c.category, &*c.stage.to_string(), c.corrected),
         (Category::OutputRejected, "step_1", true)
     );
     assert_eq!(report.final_summary.as_deref(), Some("14"));

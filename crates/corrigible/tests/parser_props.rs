@@ -2,7 +2,7 @@
 //! that the decision schema rejects.
 
 use corrigible::decision::parse_text;
-use corrigible::repair::repair;
+use corrigible::decision::repair::repair;
 use proptest::prelude::*;
 use serde_json::json;
 

@@ -8,7 +8,7 @@ use std::sync::atomic::Ordering;
 
 use common::*;
 use corrigible::decision::parse_text_call;
-use corrigible::repair::RepairKind;
+use corrigible::decision::repair::RepairKind;
 use corrigible::trace::StopReason;
 use corrigible::{Agent, Category, Policy, Protocol, Role, RunReport};
 

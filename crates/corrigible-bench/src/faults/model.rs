@@ -87,7 +87,7 @@ impl Model for FaultyModel {
         let corrupted = corrupt(reply, kind);
         if let Ok(mut injected) = self.injected.lock() {
             injected.push(InjectedFault {
-                stage: request.stage.clone(),
+                stage: request.stage,
                 kind,
             });
         }

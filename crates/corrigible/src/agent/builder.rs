@@ -4,9 +4,9 @@ use schemars::JsonSchema;
 
 use super::{Agent, OutputValidator};
 use crate::context::ContextBudget;
+use crate::correction::feedback::{FeedbackTemplate, TemplateError};
 use crate::discovery::Discovery;
 use crate::examples::{WorkedExample, example_messages};
-use crate::feedback::{FeedbackTemplate, TemplateError};
 use crate::message::Message;
 use crate::model::{Model, Protocol};
 use crate::policy::{CircuitBreakers, Policy, ToolPolicy};

@@ -1,17 +1,17 @@
 use std::time::Instant;
 
 use super::run::{Run, Success, Verdict, stopped};
+use crate::correction::fingerprint::fingerprint;
+use crate::correction::rejection::{Category, Rejection};
 use crate::decision::Action;
 use crate::discovery::DESCRIBE_TOOL;
-use crate::fingerprint::fingerprint;
 use crate::policy::{BreakerDecision, BreakerState};
-use crate::rejection::{Category, Rejection};
-use crate::tool::{ToolContext, ToolOutcome};
+use crate::tool::{Tool, ToolContext, ToolOutcome};
 use crate::trace::{AttemptRecord, StepOutcome, StepRecord, StopReason};
 
 impl Run<'_> {
-    /// Executes a validated action: breaker, attempts with backoff, then the outcome's effect on
-    /// the run (a result for the model, a rejection, or the end of the run).
+    /// Executes a validated action: the breaker's gate, the call with its retries, then the
+    /// outcome settled into the run (a result for the model, a rejection, or the end).
     pub(crate) async fn act(&mut self, step: u32, action: Action) -> Verdict {
         let name = action.tool.clone();
         let Some(tool) = self.tools.get(&name).cloned() else {
@@ -23,9 +23,7 @@ impl Run<'_> {
         };
         let print = fingerprint(&name, &action.input);
         let idempotency_key = format!("{}:{}:{:016x}", self.rec.run_id(), step, fnv1a(&print));
-        self.state.executed += 1;
-        let started = Instant::now();
-        let call_id = action.call_id.as_deref();
+        self.budget.act();
         let mut record = StepRecord {
             step,
             tool: name.clone(),
@@ -35,21 +33,10 @@ impl Run<'_> {
             error: None,
             attempts: 0,
             latency_ms: 0.0,
-            idempotency_key: idempotency_key.clone(),
+            idempotency_key,
             attempt_errors: Vec::new(),
         };
-
-        let breakers = self.agent.breakers.clone();
-        let (gate, transition) = breakers.acquire_under(&name, self.breaker);
-        if let Some(t) = transition {
-            self.rec.breaker(t);
-        }
-        if let BreakerDecision::Reject { retry_in } = gate {
-            let message = format!(
-                "tool `{name}` is unavailable: its circuit breaker is open after repeated failures \
-                 (next probe in {:.0} s); choose another action, or give a final answer with satisfied false",
-                retry_in.as_secs_f64().ceil()
-            );
+        if let Some(message) = self.breaker_gate(&name) {
             record.outcome = StepOutcome::CircuitOpen;
             record.error = Some(message.clone());
             self.rec.step(record, 0);
@@ -57,29 +44,65 @@ impl Run<'_> {
                 Rejection::new(Category::CircuitOpen, message.clone()).with_tool(name.clone());
             self.rec
                 .rejection(step, 1, &self.stage_of(step), &rejection);
-            self.history.tool_result(call_id, &name, &message, true);
+            self.history
+                .tool_result(action.call_id.as_deref(), &name, &message, true);
             return Verdict::Executed;
         }
+        let started = Instant::now();
+        let outcome = self.call(tool.as_ref(), &action, &mut record).await;
+        record.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        self.settle(action, print, record, outcome)
+    }
 
-        let retries = self.policy.retries_for(&name, tool.idempotent());
-        let mut delays = self.policy.retry.backoff.delays(fnv1a(&idempotency_key));
-        let outcome = loop {
+    /// Asks the tool's circuit breaker for a call; why not, when it is open.
+    fn breaker_gate(&mut self, name: &str) -> Option<String> {
+        let (gate, transition) = self.agent.breakers.acquire_under(name, self.breaker);
+        if let Some(t) = transition {
+            self.rec.breaker(t);
+        }
+        let BreakerDecision::Reject { retry_in } = gate else {
+            return None;
+        };
+        Some(format!(
+            "tool `{name}` is unavailable: its circuit breaker is open after repeated failures \
+             (next probe in {:.0} s); choose another action, or give a final answer with satisfied false",
+            retry_in.as_secs_f64().ceil()
+        ))
+    }
+
+    /// Calls the tool, retrying a `Failed` outcome with backoff while its retries last and its
+    /// breaker stays closed; every attempt is reported to the breaker and to `record`.
+    async fn call(
+        &mut self,
+        tool: &dyn Tool,
+        action: &Action,
+        record: &mut StepRecord,
+    ) -> ToolOutcome {
+        let name = &action.tool;
+        let breakers = self.agent.breakers.clone();
+        let retries = self.policy.retries_for(name, tool.idempotent());
+        let mut delays = self
+            .policy
+            .retry
+            .backoff
+            .delays(fnv1a(&record.idempotency_key));
+        loop {
             record.attempts += 1;
             let ctx = ToolContext {
                 run_id: self.rec.run_id().to_string(),
-                step,
+                step: record.step,
                 attempt: record.attempts,
-                idempotency_key: idempotency_key.clone(),
+                idempotency_key: record.idempotency_key.clone(),
             };
             let outcome = tool.call(action.input.clone(), &ctx).await;
             let healthy = !matches!(outcome, ToolOutcome::Failed(_) | ToolOutcome::Fatal(_));
-            if let Some(t) = breakers.record_under(&name, healthy, self.breaker) {
+            if let Some(t) = breakers.record_under(name, healthy, self.breaker) {
                 self.rec.breaker(t);
             }
             match outcome {
                 ToolOutcome::Failed(error)
                     if record.attempts <= retries
-                        && breakers.state(&name) == BreakerState::Closed =>
+                        && breakers.state(name) == BreakerState::Closed =>
                 {
                     let delay = delays.next().unwrap_or_default();
                     record.attempt_errors.push(AttemptRecord {
@@ -95,14 +118,26 @@ impl Run<'_> {
                         error: error.clone(),
                         delay_ms: None,
                     });
-                    break ToolOutcome::Failed(error);
+                    return ToolOutcome::Failed(error);
                 }
-                other => break other,
+                other => return other,
             }
-        };
-        record.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-        let retried = record.attempts.saturating_sub(1);
+        }
+    }
 
+    /// Records a call's outcome and gives the model its result or error: a `Retry` over the
+    /// tool's budget of rejections and a `Fatal` error end the run.
+    fn settle(
+        &mut self,
+        action: Action,
+        print: String,
+        mut record: StepRecord,
+        outcome: ToolOutcome,
+    ) -> Verdict {
+        let step = record.step;
+        let name = action.tool;
+        let call_id = action.call_id.as_deref();
+        let retried = record.attempts.saturating_sub(1);
         match outcome {
             ToolOutcome::Ok(value) => {
                 let text = match &value {
@@ -113,7 +148,7 @@ impl Run<'_> {
                     self.state.any_ok = true;
                     self.state.results.push(Success {
                         tool: name.clone(),
-                        input: action.input.clone(),
+                        input: action.input,
                         output: value.clone(),
                     });
                 }
@@ -126,22 +161,21 @@ impl Run<'_> {
                 self.state
                     .failed
                     .insert(print, format!("{name} rejected it: {message}"));
-                let count = self.state.rejections.entry(name.clone()).or_default();
-                *count += 1;
-                let count = *count;
-                let budget = self.policy.rejections_for(&name);
+                let allowed = self.policy.rejections_for(&name);
+                let counted = self.budget.tool_rejected(&name, allowed);
                 record.outcome = StepOutcome::Rejected;
                 record.error = Some(message.clone());
                 self.rec.step(record, retried);
                 let rejection =
                     Rejection::new(Category::ToolRejected, message.clone()).with_tool(name.clone());
                 self.rec
-                    .rejection(step, count, &self.stage_of(step), &rejection);
-                if count > budget {
+                    .rejection(step, counted.count, &self.stage_of(step), &rejection);
+                if counted.over {
+                    let count = counted.count;
                     return Verdict::Stop(stopped(
                         StopReason::ToolFatal,
                         format!(
-                            "tool `{name}` rejected its input {count} time(s), over its budget of {budget}: {message}"
+                            "tool `{name}` rejected its input {count} time(s), over its budget of {allowed}: {message}"
                         ),
                     ));
                 }
@@ -153,9 +187,7 @@ impl Run<'_> {
                 self.state
                     .failed
                     .insert(print, format!("{name} failed: {error}"));
-                let failures = self.state.failures.entry(name.clone()).or_default();
-                *failures += 1;
-                let failures = *failures;
+                let failures = self.budget.tool_failed(&name);
                 record.outcome = StepOutcome::Failed;
                 record.error = Some(error.clone());
                 self.rec.step(record, retried);
@@ -183,7 +215,6 @@ impl Run<'_> {
     fn stage_of(&self, step: u32) -> crate::stage::Stage {
         self.rec
             .last_stage()
-            .cloned()
             .unwrap_or_else(|| crate::stage::Stage::new(step, 0))
     }
 }

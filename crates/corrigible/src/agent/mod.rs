@@ -1,5 +1,6 @@
 //! The agent: a model, tools and a policy, and the bounded self-correcting loop that runs them.
 
+mod budget;
 mod builder;
 mod execute;
 mod history;
@@ -13,7 +14,7 @@ pub use builder::{AgentBuilder, BuildError};
 pub use output::OutputValidator;
 
 use crate::context::ContextBudget;
-use crate::feedback::FeedbackTemplate;
+use crate::correction::feedback::FeedbackTemplate;
 use crate::model::{Model, ModelError, Protocol};
 use crate::policy::{CircuitBreakers, Policy};
 use crate::prompt::SystemPrompt;

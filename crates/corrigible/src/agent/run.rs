@@ -1,35 +1,33 @@
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::time::Instant;
 
 use tracing::Instrument;
 
+use super::budget::Budget;
 use super::history::History;
 use super::{Agent, RunError, RunOptions};
 use crate::context::estimate_tokens;
-use crate::coverage::{CoveredCall, Uncovered};
+use crate::correction::CorrectionContext;
+use crate::correction::feedback::Feedback;
+use crate::correction::fingerprint::fingerprint;
+use crate::correction::rejection::{Category, Rejection};
 use crate::decision::{
     Decision, Final, Parsed, final_answer_spec, parse_native, parse_text, parse_text_call,
 };
 use crate::discovery::{DESCRIBE_TOOL, DescribeTool, one_line};
-use crate::feedback::Feedback;
-use crate::fingerprint::fingerprint;
-use crate::model::{
-    CorrectionContext, Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec,
-};
+use crate::evidence::coverage::{CoveredCall, Uncovered};
+use crate::evidence::provenance::{Grounds, Provenance, Sources};
+use crate::model::{Model, ModelError, ModelReply, ModelRequest, Protocol, ToolSpec};
 use crate::policy::{BreakerPolicy, Policy};
-use crate::provenance::{Grounds, Provenance, Sources};
-use crate::rejection::{Category, Rejection};
 use crate::stage::Stage;
 use crate::tool::ToolRegistry;
 use crate::trace::recorder::Ending;
 use crate::trace::{NullSink, Recorder, RunReport, StopReason};
 
-/// Counters and evidence of one run.
+/// What one run has learned: its successes, failures and the questions already asked.
 #[derive(Default)]
 pub(crate) struct RunState {
-    /// Executed (or breaker-refused) actions.
-    pub executed: u32,
     /// Whether any executed action succeeded.
     pub any_ok: bool,
     /// The actions that succeeded, in order.
@@ -39,12 +37,6 @@ pub(crate) struct RunState {
     pub coverage_asked: bool,
     /// Fingerprints of failed actions, with their error.
     pub failed: BTreeMap<String, String>,
-    /// `Retry` rejections per tool.
-    pub rejections: HashMap<String, u32>,
-    /// Failures per tool.
-    pub failures: HashMap<String, u32>,
-    /// Output-validator rejections sent back.
-    pub output_retries: u32,
 }
 
 /// An action that succeeded: the tool, the input it was called with and what it returned.
@@ -64,6 +56,17 @@ pub(crate) enum Verdict {
     Stop(Ending),
 }
 
+/// How the decisions of one reply were handled.
+enum Decided {
+    /// A tool action ran (or none was rejected): the slot is complete. Rejections of the
+    /// reply's other calls are recorded and cost nothing.
+    Executed(Vec<(Rejection, Option<String>)>),
+    /// Every decision was rejected: the first goes back to the model.
+    Rejected(Vec<(Rejection, Option<String>)>),
+    /// The run is over.
+    Stop(Ending),
+}
+
 /// One run of an agent: the loop ask → parse → validate → correct or execute → record.
 pub(crate) struct Run<'a> {
     pub(crate) agent: &'a Agent,
@@ -78,6 +81,7 @@ pub(crate) struct Run<'a> {
     pub(crate) history: History,
     pub(crate) request: String,
     pub(crate) state: RunState,
+    pub(crate) budget: Budget,
 }
 
 impl<'a> Run<'a> {
@@ -130,10 +134,12 @@ impl<'a> Run<'a> {
             .policy
             .as_ref()
             .map_or_else(|| agent.breakers.policy(), |p| p.breaker);
+        let policy = options.policy.unwrap_or_else(|| agent.policy.clone());
+        let budget = Budget::new(policy.limits);
         Ok(Self {
             agent,
             model,
-            policy: options.policy.unwrap_or_else(|| agent.policy.clone()),
+            policy,
             breaker,
             tools,
             specs,
@@ -141,6 +147,7 @@ impl<'a> Run<'a> {
             history: History::new(agent.protocol, system, &agent.examples, prompt),
             request: prompt.to_string(),
             state: RunState::default(),
+            budget,
         })
     }
 
@@ -163,82 +170,43 @@ impl<'a> Run<'a> {
     /// Once the budget of executed actions is spent, the slot that follows takes only a final
     /// answer (an action is `action_budget_spent`); if none comes, the run stops `max_actions`.
     async fn slot(&mut self, step: u32) -> Result<Option<Ending>, RunError> {
-        let limits = self.policy.limits;
-        let mut round = 0u32;
-        let mut corrections = 0u32;
-        let mut repeated = 0u32;
+        self.budget.start_slot();
         let mut correction: Option<CorrectionContext> = None;
         let mut rejected_reply: Option<String> = None;
         loop {
-            if let Some(hit) =
-                limits.usage_limit_hit(self.rec.usage().model_calls, self.rec.tokens())
-            {
-                return Ok(Some(stopped(StopReason::UsageLimit, hit.to_string())));
+            let model_calls = self.rec.usage().model_calls;
+            if let Some(ending) = self.budget.stops_asking(model_calls, self.rec.tokens()) {
+                return Ok(Some(ending));
             }
-            let stage = Stage::new(step, round);
+            let stage = Stage::new(step, self.budget.round());
             let reply = self
                 .ask(&stage, correction.take(), rejected_reply.as_deref())
                 .await?;
             let decisions = self.parse(step, &stage, &reply);
             self.history.reply(&reply);
             let reasoning = reply.reasoning.as_ref().map_or("", |r| r.text.as_str());
-
-            let mut executed = false;
-            let mut rejections = Vec::new();
-            for parsed in decisions {
-                let call_id = parsed.call_id.clone();
-                let verdict = match parsed.decision.and_then(|d| self.validate(d, reasoning)) {
-                    Err(rejection) => Verdict::Rejected(rejection, call_id),
-                    Ok(decision) => {
-                        self.rec.decision(step, &stage, &decision);
-                        match decision {
-                            Decision::Action(action) => self.act(step, action).await,
-                            Decision::Final(answer) => self.conclude(answer),
-                        }
+            let rejections = match self.decide(step, &stage, decisions, reasoning).await {
+                Decided::Executed(rejections) => {
+                    let attempt = self.budget.free_attempt();
+                    for (rejection, call_id) in &rejections {
+                        self.reject(step, attempt, &stage, rejection, call_id.as_deref());
                     }
-                };
-                match verdict {
-                    Verdict::Executed => executed = true,
-                    Verdict::Stop(ending) => return Ok(Some(ending)),
-                    Verdict::Rejected(rejection, call_id) => rejections.push((rejection, call_id)),
+                    return Ok(None);
                 }
-            }
-            if rejections.is_empty() || executed {
-                for (rejection, call_id) in &rejections {
-                    self.reject(step, corrections + 1, &stage, rejection, call_id.as_deref());
-                }
-                return Ok(None);
-            }
-
-            let (first, _) = &rejections[0];
-            let output_only = rejections
-                .iter()
-                .all(|(r, _)| r.category == Category::OutputRejected);
-            let attempt = if output_only {
-                self.state.output_retries + 1
-            } else {
-                corrections + 1
+                Decided::Stop(ending) => return Ok(Some(ending)),
+                Decided::Rejected(rejections) => rejections,
             };
+            let Some((first, _)) = rejections.first() else {
+                return Ok(None);
+            };
+            let charge = self
+                .budget
+                .charge(&rejections.iter().map(|(r, _)| r).collect::<Vec<_>>());
             for (rejection, call_id) in &rejections {
-                self.reject(step, attempt, &stage, rejection, call_id.as_deref());
+                self.reject(step, charge.attempt, &stage, rejection, call_id.as_deref());
             }
-            if output_only {
-                if self.state.output_retries >= limits.output_retries {
-                    return Ok(Some(stopped(
-                        StopReason::OutputRejected,
-                        format!("accepted output: {}", first.message),
-                    )));
-                }
-                self.state.output_retries += 1;
-            } else {
-                if corrections >= limits.max_corrections {
-                    return Ok(Some(if first.category == Category::ActionBudgetSpent {
-                        stopped(StopReason::MaxActions, "final decision".into())
-                    } else {
-                        stopped(StopReason::CorrectionsExhausted, "valid decision".into())
-                    }));
-                }
-                corrections += 1;
+            if let Some(ending) = charge.exhausted {
+                return Ok(Some(ending));
             }
             if rejections
                 .iter()
@@ -246,40 +214,72 @@ impl<'a> Run<'a> {
             {
                 self.state.coverage_asked = true;
             }
-            if rejections.iter().any(|(r, _)| {
-                matches!(
-                    r.category,
-                    Category::RepeatedFailedAction | Category::RepeatedAction
-                )
-            }) {
-                repeated += 1;
-            }
-            round += 1;
             let signature = signature(&reply);
-            let (cover_tools, done_actions) = match first.category {
-                Category::UncoveredRequest => self.cover(),
-                Category::RepeatedAction => (Vec::new(), self.done()),
-                _ => (Vec::new(), Vec::new()),
-            };
-            correction = Some(CorrectionContext {
-                category: first.category,
-                rejected_reply: signature.clone(),
-                tool: first.tool.clone(),
-                failed_actions: self.state.failed.keys().cloned().collect(),
-                round,
-                repeated_in_slot: repeated,
-                facts: if first.category == Category::UnstatedResult {
-                    self.facts()
-                } else {
-                    Vec::new()
-                },
-                cover_tools,
-                done_actions,
-                no_numbers_yet: first.category == Category::UngroundedArgument
-                    && self.no_numbers_for(first.tool.as_deref()),
-                budget_spent: self.budget_spent(),
-            });
+            correction = Some(self.correction_context(first, signature.clone()));
             rejected_reply = Some(signature);
+        }
+    }
+
+    /// Validates each decision of a reply and executes or concludes the accepted ones.
+    async fn decide(
+        &mut self,
+        step: u32,
+        stage: &Stage,
+        decisions: Vec<Parsed>,
+        reasoning: &str,
+    ) -> Decided {
+        let mut executed = false;
+        let mut rejections = Vec::new();
+        for parsed in decisions {
+            let call_id = parsed.call_id.clone();
+            let verdict = match parsed.decision.and_then(|d| self.validate(d, reasoning)) {
+                Err(rejection) => Verdict::Rejected(rejection, call_id),
+                Ok(decision) => {
+                    self.rec.decision(step, stage, &decision);
+                    match decision {
+                        Decision::Action(action) => self.act(step, action).await,
+                        Decision::Final(answer) => self.conclude(answer),
+                    }
+                }
+            };
+            match verdict {
+                Verdict::Executed => executed = true,
+                Verdict::Stop(ending) => return Decided::Stop(ending),
+                Verdict::Rejected(rejection, call_id) => rejections.push((rejection, call_id)),
+            }
+        }
+        if rejections.is_empty() || executed {
+            Decided::Executed(rejections)
+        } else {
+            Decided::Rejected(rejections)
+        }
+    }
+
+    /// What the next round corrects: the first rejection, with what the run knows that
+    /// narrows the reply it may give.
+    fn correction_context(&self, first: &Rejection, rejected_reply: String) -> CorrectionContext {
+        let (cover_tools, done_actions) = match first.category {
+            Category::UncoveredRequest => self.cover(),
+            Category::RepeatedAction => (Vec::new(), self.done()),
+            _ => (Vec::new(), Vec::new()),
+        };
+        CorrectionContext {
+            category: first.category,
+            rejected_reply,
+            tool: first.tool.clone(),
+            failed_actions: self.state.failed.keys().cloned().collect(),
+            round: self.budget.round(),
+            repeated_in_slot: self.budget.repeats(),
+            facts: if first.category == Category::UnstatedResult {
+                self.facts()
+            } else {
+                Vec::new()
+            },
+            cover_tools,
+            done_actions,
+            no_numbers_yet: first.category == Category::UngroundedArgument
+                && self.no_numbers_for(first.tool.as_deref()),
+            budget_spent: !self.budget.may_act(),
         }
     }
 
@@ -297,7 +297,7 @@ impl<'a> Run<'a> {
                 .unwrap_or_else(|| estimate_tokens(text))
         };
         let request = ModelRequest {
-            stage: stage.clone(),
+            stage: *stage,
             messages: self.agent.context.fit(&self.history.messages, &count),
             tools: self.specs.clone(),
             protocol: self.agent.protocol,
@@ -363,11 +363,6 @@ impl<'a> Run<'a> {
         tools.sort();
         tools.dedup();
         (tools, self.done())
-    }
-
-    /// Whether the run's budget of executed actions is spent: no further action may run.
-    pub(crate) fn budget_spent(&self) -> bool {
-        self.state.executed >= self.policy.limits.max_actions
     }
 
     /// Whether `tool` takes only `numbers` grounded arguments and the conversation has no
@@ -439,11 +434,7 @@ impl<'a> Run<'a> {
         call_id: Option<&str>,
     ) {
         self.rec.rejection(step, attempt, stage, rejection);
-        let max_attempts = if rejection.category == Category::OutputRejected {
-            self.policy.limits.output_retries
-        } else {
-            self.policy.limits.max_corrections
-        };
+        let max_attempts = self.budget.max_attempts(rejection.category);
         let text = self
             .agent
             .feedback

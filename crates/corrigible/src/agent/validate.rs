@@ -1,10 +1,10 @@
 use super::run::Run;
 use crate::arithmetic::{Claim, slips};
+use crate::correction::fingerprint::fingerprint;
+use crate::correction::rejection::{Category, Rejection};
 use crate::decision::Decision;
 use crate::discovery::{closest, shortened_schema};
-use crate::fingerprint::fingerprint;
-use crate::grounding::Evidence;
-use crate::rejection::{Category, Rejection};
+use crate::evidence::grounding::Evidence;
 
 /// Most tool names an `unknown_tool` correction lists in full.
 const MAX_LISTED_TOOLS: usize = 12;
@@ -25,8 +25,8 @@ impl Run<'_> {
     ) -> Result<Decision, Rejection> {
         match &decision {
             Decision::Action(action) => {
-                if self.budget_spent() {
-                    let budget = self.policy.limits.max_actions;
+                if !self.budget.may_act() {
+                    let budget = self.budget.max_actions();
                     return Err(Rejection::new(
                         Category::ActionBudgetSpent,
                         format!(
@@ -76,7 +76,7 @@ impl Run<'_> {
             Decision::Final(answer) => {
                 if self.policy.checks.ungrounded_final
                     && answer.satisfied
-                    && self.state.executed > 0
+                    && self.budget.acted()
                     && !self.state.any_ok
                 {
                     return Err(Rejection::new(
@@ -104,7 +104,7 @@ impl Run<'_> {
                 if answer.satisfied
                     && self.policy.checks.uncovered_request
                     && !self.state.coverage_asked
-                    && !self.budget_spent()
+                    && self.budget.may_act()
                 {
                     let uncovered = self.uncovered();
                     if !uncovered.is_empty() {

@@ -7,7 +7,7 @@
 
 use super::expression::evaluate;
 use super::parser::show;
-use crate::numbers::numbers_in;
+use crate::evidence::numbers::numbers_in;
 
 /// Characters a claim's left side is made of.
 const LEFT: &str = "0123456789.,+-−*/×÷·^()%$€£ \t";

@@ -6,7 +6,7 @@
 
 use minijinja::{Environment, context};
 
-use crate::rejection::Category;
+use crate::correction::rejection::Category;
 
 /// The default feedback template. Variables: `tool_name`, `error`, `category`, `attempt`,
 /// `max_attempts`, `request` (all text values arrive XML-escaped).

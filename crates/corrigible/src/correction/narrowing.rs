@@ -7,10 +7,10 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
+use super::CorrectionContext;
+use crate::correction::fingerprint::fingerprint;
+use crate::correction::rejection::Category;
 use crate::decision::{Decision, parse_text};
-use crate::fingerprint::fingerprint;
-use crate::model::CorrectionContext;
-use crate::rejection::Category;
 
 /// The decisions a correction round may produce, derived from the rejection it corrects.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]

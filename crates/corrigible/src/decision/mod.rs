@@ -3,6 +3,7 @@
 mod html_escaped;
 mod normalize;
 mod parse;
+pub mod repair;
 mod schema;
 mod text_call;
 

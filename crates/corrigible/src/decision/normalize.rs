@@ -1,7 +1,7 @@
 use serde_json::{Map, Value};
 
 use super::{Action, Decision, Final};
-use crate::rejection::{Category, Rejection};
+use crate::correction::rejection::{Category, Rejection};
 
 fn schema_error(message: impl Into<String>) -> Rejection {
     Rejection::new(Category::DecisionSchema, message)

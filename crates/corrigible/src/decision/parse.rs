@@ -1,10 +1,10 @@
 use serde_json::Value;
 
 use super::{Action, Decision, Final, normalize};
+use crate::correction::rejection::{Category, Rejection};
+use crate::decision::repair::{RepairKind, repair};
 use crate::message::ToolCall;
 use crate::model::ModelReply;
-use crate::rejection::{Category, Rejection};
-use crate::repair::{RepairKind, repair};
 use crate::tool::FINAL_ANSWER;
 
 /// The outcome of parsing one decision: the decision or its rejection, plus any repairs made.

@@ -1,8 +1,8 @@
 use serde_json::{Value, json};
 
+use crate::correction::narrowing::Allowed;
+use crate::evidence::provenance::{Grounds, Provenance};
 use crate::model::ToolSpec;
-use crate::narrowing::Allowed;
-use crate::provenance::{Grounds, Provenance};
 use crate::tool::FINAL_ANSWER;
 
 /// How much of a decision's shape a JSON Schema pins down.

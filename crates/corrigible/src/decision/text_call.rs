@@ -16,9 +16,9 @@ use serde_json::{Map, Value};
 use super::Decision;
 use super::html_escaped::unescape_html;
 use super::parse::{Parsed, parse_call};
+use crate::correction::rejection::{Category, Rejection};
+use crate::decision::repair::RepairKind;
 use crate::message::ToolCall;
-use crate::rejection::{Category, Rejection};
-use crate::repair::RepairKind;
 use crate::tool::FINAL_ANSWER;
 
 /// What a native reply's text is, read as a call written as text.

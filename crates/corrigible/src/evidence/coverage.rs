@@ -10,7 +10,7 @@
 
 use serde_json::Value;
 
-use crate::provenance::{GroundedArgument, Provenance, is_function_word};
+use crate::evidence::provenance::{GroundedArgument, Provenance, is_function_word};
 
 /// Words that join two values of the same kind in a request.
 const CONJUNCTIONS: &[&str] = &["and", "or", "than", "vs", "versus"];

@@ -3,7 +3,7 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::numbers::numbers_in;
+use crate::evidence::numbers::numbers_in;
 
 /// Longest string of a tool result that counts as a fact an answer can state.
 const MAX_FACT_CHARS: usize = 40;

@@ -248,7 +248,7 @@ mod tests {
                 for n in numbers_in_words(&text) {
                     proptest::prop_assert!(n.is_finite(), "{text}: {n}");
                 }
-                let _ = crate::implied::implied_constants(&text);
+                let _ = crate::evidence::implied::implied_constants(&text);
             }
         }
     }

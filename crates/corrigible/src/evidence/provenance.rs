@@ -11,9 +11,9 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
-use crate::implied::{implied_constants, is_implied};
-use crate::number_words::numbers_in_words;
-use crate::numbers::numbers_in;
+use crate::evidence::implied::{implied_constants, is_implied};
+use crate::evidence::number_words::numbers_in_words;
+use crate::evidence::numbers::numbers_in;
 
 /// Longest span of the request, in words, offered to a copied argument.
 const MAX_SPAN_WORDS: usize = 4;

@@ -1,6 +1,6 @@
 use serde::{Deserialize, Serialize};
 
-use crate::grounding::Grounding;
+use crate::evidence::grounding::Grounding;
 
 /// The evidence rules that judge a decision beyond its contract (valid JSON, a registered tool,
 /// input that fits its schema, no call that already failed). Each is on or off on its own; a

@@ -9,7 +9,7 @@ mod validation;
 use async_trait::async_trait;
 use serde_json::Value;
 
-use crate::provenance::GroundedArgument;
+use crate::evidence::provenance::GroundedArgument;
 
 pub use outcome::ToolOutcome;
 pub use registry::{RegistryError, ToolRegistry};

@@ -3,8 +3,8 @@ use std::sync::Arc;
 use serde_json::Value;
 
 use super::{InputValidator, SchemaError, Tool, Typed, TypedTool};
+use crate::evidence::provenance::GroundedArgument;
 use crate::model::ToolSpec;
-use crate::provenance::GroundedArgument;
 
 /// Registering a tool failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]

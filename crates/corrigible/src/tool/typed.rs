@@ -4,7 +4,7 @@ use serde::de::DeserializeOwned;
 use serde_json::Value;
 
 use super::{Tool, ToolContext, ToolOutcome};
-use crate::provenance::GroundedArgument;
+use crate::evidence::provenance::GroundedArgument;
 
 /// A tool whose input is a Rust type: the schema comes from schemars, the input from serde.
 #[async_trait]

@@ -5,11 +5,11 @@ use super::{
     CorrectionRecord, ModelCallRecord, RepairRecord, RunReport, StepOutcome, StepRecord,
     StopReason, TraceEvent, TraceSink, UsageTotals,
 };
+use crate::correction::rejection::Rejection;
 use crate::decision::Decision;
+use crate::decision::repair::RepairKind;
 use crate::model::{ModelReply, ModelRequest, Protocol, Usage};
 use crate::policy::{BreakerState, BreakerTransition};
-use crate::rejection::Rejection;
-use crate::repair::RepairKind;
 use crate::stage::Stage;
 
 /// How a run ended, as the loop decides it.
@@ -78,8 +78,8 @@ impl Recorder {
     }
 
     /// The stage of the latest model call.
-    pub fn last_stage(&self) -> Option<&Stage> {
-        self.report.model_calls.last().map(|c| &c.stage)
+    pub fn last_stage(&self) -> Option<Stage> {
+        self.report.model_calls.last().map(|c| c.stage)
     }
 
     /// Totals so far.
@@ -105,7 +105,7 @@ impl Recorder {
     ) {
         self.sink.exchange(request, reply);
         let record = ModelCallRecord {
-            stage: request.stage.clone(),
+            stage: request.stage,
             latency_ms,
             input_tokens: reply.usage.input_tokens,
             output_tokens: reply.usage.output_tokens,
@@ -154,7 +154,7 @@ impl Recorder {
         }
         self.sink.event(&TraceEvent::Decision {
             step,
-            stage: stage.clone(),
+            stage: *stage,
             decision: decision.to_json(),
         });
     }
@@ -171,7 +171,7 @@ impl Recorder {
     pub(crate) fn repair(&mut self, step: u32, stage: &Stage, kind: RepairKind) {
         let record = RepairRecord {
             step,
-            stage: stage.clone(),
+            stage: *stage,
             kind,
         };
         tracing::info!(stage = %stage, kind = kind.as_str(), "reply repaired locally");
@@ -192,7 +192,7 @@ impl Recorder {
         let record = CorrectionRecord {
             step,
             attempt,
-            stage: stage.clone(),
+            stage: *stage,
             category: rejection.category,
             error: rejection.message.clone(),
             corrected: false,

@@ -1,10 +1,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
+use crate::correction::rejection::Category;
+use crate::decision::repair::RepairKind;
 use crate::model::Reasoning;
 use crate::policy::BreakerTransition;
-use crate::rejection::Category;
-use crate::repair::RepairKind;
 use crate::stage::Stage;
 
 /// Why a run stopped (contract values).

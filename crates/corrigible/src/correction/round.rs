@@ -1,0 +1,60 @@
+//! What a correction round is about, as the model request carries it.
+
+use serde::{Deserialize, Serialize};
+
+use super::rejection::Category;
+
+/// What a correction round is about, so a model that can narrow its choices does so.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct CorrectionContext {
+    /// The category of the rejection being corrected.
+    pub category: Category,
+    /// The rejected reply's text (or its tool call rendered as JSON).
+    pub rejected_reply: String,
+    /// The tool the rejected decision named, if any.
+    pub tool: Option<String>,
+    /// Canonical fingerprints (`tool` + canonical input) of actions that already failed.
+    pub failed_actions: Vec<String>,
+    /// Which correction of this slot this is, from 1.
+    pub round: u32,
+    /// How many `repeated_failed_action` or `repeated_action` rejections this slot has had.
+    pub repeated_in_slot: u32,
+    /// After `unstated_result`: the facts the tools returned, as written in their results.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub facts: Vec<String>,
+    /// After `uncovered_request`: the tools whose calls take up what the request left out.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cover_tools: Vec<String>,
+    /// After `uncovered_request` or `repeated_action`: fingerprints of the calls the run
+    /// already made successfully.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub done_actions: Vec<String>,
+    /// After `ungrounded_argument` on a tool whose grounded arguments are all `numbers`: the
+    /// conversation has no number yet, so the values must come from another tool first.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub no_numbers_yet: bool,
+    /// The run's budget of executed actions is spent: whatever the rejection, the round can
+    /// only be a final answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub budget_spent: bool,
+}
+
+impl CorrectionContext {
+    /// The first correction of a slot after a rejection of `category`: no tool, no failed or
+    /// done actions, no facts, nothing spent. Other fields are set with struct update syntax.
+    pub fn first_round(category: Category, rejected_reply: impl Into<String>) -> Self {
+        Self {
+            category,
+            rejected_reply: rejected_reply.into(),
+            tool: None,
+            failed_actions: Vec::new(),
+            round: 1,
+            repeated_in_slot: 0,
+            facts: Vec::new(),
+            cover_tools: Vec::new(),
+            done_actions: Vec::new(),
+            no_numbers_yet: false,
+            budget_spent: false,
+        }
+    }
+}
