@@ -7,19 +7,19 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
-pub mod agent;
+mod agent;
 pub mod arithmetic;
 pub mod context;
 pub mod correction;
 pub mod decision;
-pub mod discovery;
+mod discovery;
 pub mod evidence;
-pub mod examples;
-pub mod message;
-pub mod model;
+mod examples;
+mod message;
+mod model;
 pub mod policy;
 pub mod prompt;
-pub mod stage;
+mod stage;
 pub mod tool;
 pub mod trace;
 
@@ -35,6 +35,6 @@ pub use model::{
     Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, ToolSpec, Usage,
 };
 pub use policy::{Checks, Limits, Policy, Profile, ToolPolicy};
-pub use stage::Stage;
+pub use stage::{Stage, StageParseError};
 pub use tool::{Tool, ToolContext, ToolOutcome, ToolRegistry, TypedTool};
 pub use trace::{RunReport, StopReason, TraceEvent, TraceSink};
