@@ -33,4 +33,44 @@ impl Model for GatedModel {
     fn count_tokens(&self, text: &str) -> Option<usize> {
         self.inner.count_tokens(text)
     }
+
+    fn thinks(&self) -> bool {
+        self.inner.thinks()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::store::open_store;
+
+    struct Thinker;
+
+    #[async_trait]
+    impl Model for Thinker {
+        fn name(&self) -> &str {
+            "thinker"
+        }
+
+        async fn complete(&self, _: &ModelRequest) -> Result<ModelReply, ModelError> {
+            Ok(ModelReply::default())
+        }
+
+        fn count_tokens(&self, text: &str) -> Option<usize> {
+            Some(text.len())
+        }
+
+        fn thinks(&self) -> bool {
+            true
+        }
+    }
+
+    #[tokio::test]
+    async fn the_gate_passes_on_what_the_model_is() {
+        let store = open_store("sqlite::memory:").await.unwrap();
+        let gated = GatedModel::new(Arc::new(Thinker), StoreWriter::spawn(store, 8));
+        assert_eq!(gated.name(), "thinker");
+        assert_eq!(gated.count_tokens("four"), Some(4));
+        assert!(gated.thinks(), "a thinking model's prompt must say it thinks first");
+    }
 }
