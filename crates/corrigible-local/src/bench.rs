@@ -5,7 +5,9 @@ use std::time::Duration;
 
 use crate::config::LocalConfig;
 use crate::error::LocalError;
-use crate::model::{LocalModel, inference_threads};
+use corrigible_llama::inference_threads;
+
+use crate::model::LocalModel;
 
 /// Prompt lengths measured by default, in tokens.
 pub const DEFAULT_PROMPT_TOKENS: [usize; 2] = [40, 500];

@@ -3,6 +3,8 @@
 use std::path::PathBuf;
 use std::str::FromStr;
 
+use corrigible_llama::Weights;
+
 use crate::error::LocalError;
 
 /// How strictly the decoder is held to the decision's JSON Schema.
@@ -47,18 +49,6 @@ impl FromStr for Constrain {
             ))),
         }
     }
-}
-
-/// Whether the model's weights are used as shipped or re-quantized when loaded.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
-pub enum Weights {
-    /// Matrices in formats without a fast CPU kernel (Q5_0, Q5_1, and Q4_1 stacked with another
-    /// format) become Q8_0 at load: about 1 s more to load, nearly the same answers, several
-    /// times faster decoding. Q4_1 layers otherwise keep their weights and kernel.
-    #[default]
-    Requantize,
-    /// Use every matrix as stored in the file.
-    AsShipped,
 }
 
 /// Everything needed to load and run the embedded model.

@@ -4,9 +4,9 @@ use std::time::{Duration, Instant};
 
 use crate::constraint::Constraint;
 use crate::error::LocalError;
-use crate::llama::Llama;
 use crate::loop_guard::{MAX_CUTS, force_close, trailing_loop};
 use crate::sampler::Sampler;
+use corrigible_llama::Llama;
 
 /// Longest slice of the prompt fed to the model in one forward pass.
 const PREFILL_CHUNK: usize = 256;

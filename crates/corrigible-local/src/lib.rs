@@ -7,8 +7,8 @@
 //! round reuses the cached keys and values of the prompt prefix it shares with the previous
 //! call. [`LocalConfig`] holds the settings, [`resolve_model_path`] finds the file, and
 //! [`bench`] measures prefill and decode speed.
-// `unsafe_code` is denied workspace-wide and allowed only module by module in `llama`'s
-// kernels, memory map and thread pool.
+//! The forward pass, its kernels and thread pool are the `corrigible-llama` crate.
+#![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod bench;
@@ -17,7 +17,6 @@ mod constraint;
 mod correction;
 mod error;
 mod generate;
-mod llama;
 mod loop_guard;
 mod model;
 mod path;
@@ -26,12 +25,13 @@ mod template;
 mod thought;
 mod tokenizer;
 
-pub use config::{Constrain, LocalConfig, Weights};
+pub use config::{Constrain, LocalConfig};
 pub use constraint::{StringCaps, constraint_schema, narrowed_schema};
 pub use correction::{CORRECTION_TEMPERATURE, CORRECTION_TOP_P, MAX_RESAMPLES, correction_seed};
+pub use corrigible_llama::{Weights, inference_threads};
 pub use error::{FETCH_COMMAND, LocalError};
 pub use generate::{Generation, StopReason};
-pub use model::{LocalModel, inference_threads};
+pub use model::LocalModel;
 pub use path::{
     DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, KNOWN_MODELS, KnownModel, MODEL_DIR_ENV, MODEL_ENV,
     local_model_path, model_path_from_env, resolve_model_path,

@@ -11,6 +11,7 @@ use corrigible::{
     Allowed, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol,
     Reasoning, Role, Usage,
 };
+use corrigible_llama::inference_threads;
 use serde_json::Value;
 
 use crate::config::{Constrain, LocalConfig};
@@ -69,16 +70,6 @@ impl std::fmt::Debug for LocalModel {
     }
 }
 
-/// The inference threads (the caller and its helpers): `CANDLE_NUM_THREADS`, else
-/// `RAYON_NUM_THREADS`, else all cores. The pool is process-wide and created on first use.
-pub fn inference_threads() -> usize {
-    std::env::var("CANDLE_NUM_THREADS")
-        .ok()
-        .and_then(|s| s.parse::<usize>().ok())
-        .filter(|&n| n > 0)
-        .unwrap_or_else(candle_core::utils::get_num_threads)
-}
-
 fn token_spelling(tokenizer: &Tokenizer, id: Option<u32>) -> String {
     id.and_then(|id| tokenizer.token_name(id))
         .unwrap_or_default()
@@ -130,7 +121,7 @@ impl LocalModel {
             path: path.clone(),
             source,
         };
-        let file = crate::llama::MappedFile::open(&path).map_err(io_error)?;
+        let file = corrigible_llama::MappedFile::open(&path).map_err(io_error)?;
         let content = gguf_file::Content::read(&mut file.reader())
             .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
         let tokenizer = Tokenizer::from_gguf(&content)?;
@@ -139,7 +130,7 @@ impl LocalModel {
             &token_spelling(&tokenizer, tokenizer.bos_token()),
             &token_spelling(&tokenizer, tokenizer.eos_token()),
         )?;
-        let llama = crate::llama::load(&content, &file, config.weights)
+        let llama = corrigible_llama::load(&content, &file, config.weights)
             .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
         let guide = Guide::new(&tokenizer, llama.vocab_size())?;
         let (closers, thought_stops) = closers_and_thought_stops(&tokenizer);

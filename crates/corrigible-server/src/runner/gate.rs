@@ -71,6 +71,9 @@ mod tests {
         let gated = GatedModel::new(Arc::new(Thinker), StoreWriter::spawn(store, 8));
         assert_eq!(gated.name(), "thinker");
         assert_eq!(gated.count_tokens("four"), Some(4));
-        assert!(gated.thinks(), "a thinking model's prompt must say it thinks first");
+        assert!(
+            gated.thinks(),
+            "a thinking model's prompt must say it thinks first"
+        );
     }
 }

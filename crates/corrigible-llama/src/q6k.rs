@@ -104,7 +104,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{D, K_BLOCK, KAct, Kernel, Q6K, QH, SCALES};
-    use crate::llama::kmatrix::KFormat;
+    use crate::kmatrix::KFormat;
 
     /// The AVX2 kernel; a value exists only on a CPU with AVX2, FMA and F16C.
     pub(super) struct Avx2(());

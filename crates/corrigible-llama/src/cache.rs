@@ -30,6 +30,11 @@ impl KvCache {
             .unwrap_or(0)
     }
 
+    /// Whether no position is held.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
     /// Keeps only the first `len` positions (the storage stays allocated).
     pub fn truncate(&mut self, len: usize) {
         for x in self.k.iter_mut().chain(&mut self.v) {

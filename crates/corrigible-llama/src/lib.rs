@@ -6,10 +6,16 @@
 // slices with this crate's Q8_0, Q4_1, Q4_K and Q6_K kernels over weights mapped from the file instead of candle tensor operations, and the
 // qwen2 variant (q/k/v biases, rotary pairs of halves) as in `src/models/quantized_qwen2.rs`.
 
-//! A llama-family transformer (llama, qwen2) over quantized GGUF weights, run on the CPU.
+//! corrigible-llama: the inference engine of corrigible's embedded model.
+//!
+//! A llama-family transformer (llama, qwen2) over quantized GGUF weights, run on the CPU:
+//! [`load`] reads the weights from a [`MappedFile`] (K-quant matrices are used in place), and
+//! [`Llama::forward`] runs the tokens through them with this crate's Q8_0, Q4_1, Q4_K and Q6_K
+//! kernels (AVX2 detected at run time, with a portable path) on a small thread pool of
+//! [`inference_threads`]. All of the workspace's `unsafe` code is here, each block in the module
+//! that needs it with a SAFETY note.
+#![deny(missing_docs)]
 
-#[cfg(test)]
-mod agreement;
 mod attention;
 mod cache;
 mod embeddings;
@@ -30,8 +36,9 @@ mod vector;
 use candle_core::Result;
 
 pub use cache::KvCache;
-pub use load::{Hyper, RopeStyle, load};
+pub use load::{Hyper, RopeStyle, Weights, load};
 pub use mapped::MappedFile;
+pub use parallel::inference_threads;
 
 use embeddings::Embeddings;
 use linear::{Linear, Scratch};
@@ -146,8 +153,7 @@ impl Llama {
     }
 
     /// Whether every matrix, the output head included, is read in place from the mapped file.
-    #[cfg(test)]
-    pub(crate) fn all_mapped(&self) -> bool {
+    pub fn all_mapped(&self) -> bool {
         self.output.is_mapped()
             && self.layers.iter().all(|l| {
                 [&l.qkv, &l.wo, &l.gate_up, &l.down]

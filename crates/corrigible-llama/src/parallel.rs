@@ -131,11 +131,21 @@ impl Pool {
     }
 }
 
+/// The inference threads (the caller and its helpers): `CANDLE_NUM_THREADS`, else
+/// `RAYON_NUM_THREADS`, else all cores. The pool is process-wide and created on first use.
+pub fn inference_threads() -> usize {
+    std::env::var("CANDLE_NUM_THREADS")
+        .ok()
+        .and_then(|s| s.parse::<usize>().ok())
+        .filter(|&n| n > 0)
+        .unwrap_or_else(candle_core::utils::get_num_threads)
+}
+
 fn pool() -> &'static Pool {
     static POOL: OnceLock<&'static Pool> = OnceLock::new();
     POOL.get_or_init(|| {
         let pool: &'static Pool = Box::leak(Box::new(Pool::new()));
-        let n = crate::model::inference_threads().saturating_sub(1);
+        let n = inference_threads().saturating_sub(1);
         let helpers = (0..n)
             .filter_map(|i| {
                 std::thread::Builder::new()

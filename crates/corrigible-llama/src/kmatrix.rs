@@ -72,7 +72,6 @@ impl<F: KFormat> KMatrix<F> {
     }
 
     /// Whether the weights are read in place from the mapped file.
-    #[cfg(test)]
     pub fn is_mapped(&self) -> bool {
         self.bytes.is_mapped()
     }

@@ -83,7 +83,6 @@ impl Part {
     }
 
     /// Whether the weights are read in place from the mapped file.
-    #[cfg(test)]
     fn is_mapped(&self) -> bool {
         match self {
             Part::Q4K(m) => m.is_mapped(),
@@ -199,7 +198,6 @@ impl Linear {
     }
 
     /// Whether every weight is read in place from the mapped file.
-    #[cfg(test)]
     pub fn is_mapped(&self) -> bool {
         match self {
             Linear::Kernels { parts, .. } => parts.iter().all(Part::is_mapped),

@@ -9,8 +9,8 @@ use candle_core::quantized::gguf_file;
 use candle_core::{Device, Result, Tensor};
 use candle_transformers::models::{quantized_llama, quantized_qwen2};
 
-use crate::config::Weights;
-use crate::path::resolve_model_path;
+use corrigible_llama::{MappedFile, RopeStyle, Weights, load};
+use corrigible_local::{LocalError, Tokenizer, local_model_path, resolve_model_path};
 
 /// Prompt token ids: ordinary English tokens of SmolLM2's vocabulary.
 const PROMPT: [u32; 12] = [1, 504, 3458, 28, 253, 1345, 314, 2030, 30, 378, 216, 19];
@@ -20,9 +20,9 @@ const QWEN_PROMPT: &str = "<|im_start|>user\nWhat is 17 * 23?<|im_end|>\n<|im_st
 
 /// Where `scripts/fetch-model qwen2.5-coder-1.5b` puts the Qwen2 model.
 fn qwen_model_path() -> PathBuf {
-    match crate::path::local_model_path("qwen2.5-coder-1.5b") {
+    match local_model_path("qwen2.5-coder-1.5b") {
         Ok(path) => path,
-        Err(crate::error::LocalError::ModelMissing { path, .. }) => path,
+        Err(LocalError::ModelMissing { path, .. }) => path,
         Err(e) => panic!("{e}"),
     }
 }
@@ -75,7 +75,7 @@ fn argmax(v: &[f32]) -> u32 {
 /// [`NEAR_TIE`]. Measured on SmolLM2-135M-Instruct Q4_1 with the f16 key/value cache: 19 of
 /// 24 tokens agree, every flip at a reference margin of at most 0.13, logits within 0.89 (with
 /// an f32 cache: 22 of 24, flips under 0.06, within 0.97). Slow (two models),
-/// so only on request: `cargo test --release -p corrigible-local --lib agreement -- --ignored`.
+/// so only on request: `cargo test --workspace --release --test agreement -- --ignored`.
 #[test]
 #[ignore]
 fn greedy_tokens_and_logits_follow_the_reference() {
@@ -103,7 +103,7 @@ fn qwen2_greedy_tokens_and_logits_follow_the_reference() {
     }
     let mut r = BufReader::new(File::open(&path).expect("open"));
     let ct = gguf_file::Content::read(&mut r).expect("gguf");
-    let tokenizer = crate::tokenizer::Tokenizer::from_gguf(&ct).expect("tokenizer");
+    let tokenizer = Tokenizer::from_gguf(&ct).expect("tokenizer");
     let prompt = tokenizer.encode(QWEN_PROMPT).expect("encode");
     follows_reference(&path, &prompt);
 }
@@ -115,10 +115,10 @@ fn follows_reference(path: &Path, prompt: &[u32]) {
         let ct = gguf_file::Content::read(&mut r).expect("gguf");
         (ct, r)
     };
-    let file = super::MappedFile::open(path).expect("map");
+    let file = MappedFile::open(path).expect("map");
     let ct = gguf_file::Content::read(&mut file.reader()).expect("gguf");
-    let mut ours = super::load(&ct, &file, Weights::Requantize).expect("load");
-    let qwen2 = ours.hyper().rope_style == super::RopeStyle::Halves;
+    let mut ours = load(&ct, &file, Weights::Requantize).expect("load");
+    let qwen2 = ours.hyper().rope_style == RopeStyle::Halves;
     if qwen2 {
         assert!(ours.all_mapped(), "the K-quant weights are read in place");
     }

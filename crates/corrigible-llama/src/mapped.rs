@@ -127,7 +127,6 @@ impl Bytes {
     }
 
     /// Whether the bytes are read in place from a mapped file.
-    #[cfg(test)]
     pub fn is_mapped(&self) -> bool {
         matches!(self.source, Source::Mapped(_))
     }
