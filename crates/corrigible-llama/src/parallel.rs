@@ -13,6 +13,7 @@
 //! wait is not enough: helpers are preempted now and then even on a quiet machine, and going
 //! solo for each of those costs more than the waits.
 
+use std::any::Any;
 use std::ops::Range;
 use std::sync::atomic::AtomicU64;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -45,13 +46,15 @@ struct Job {
     active: AtomicUsize,
     /// Set by the caller once every piece is done: from then on `work` may dangle.
     closed: AtomicBool,
+    /// The payload of a panic in a helper's share of the work, for the caller to resume.
+    panic: Mutex<Option<Box<dyn Any + Send>>>,
 }
 
 // SAFETY: `work` points to a `Sync` closure, called from several threads only under the
 // `active`/`closed` protocol of `Job::run`, which keeps it alive for every call.
 #[allow(unsafe_code)]
 unsafe impl Send for Job {}
-// SAFETY: as above; the other fields are atomics.
+// SAFETY: as above; the other fields are atomics and a mutex.
 #[allow(unsafe_code)]
 unsafe impl Sync for Job {}
 
@@ -66,8 +69,12 @@ impl Job {
             // following wait sees `active > 0` until this call returns: the closure, on the
             // caller's stack, is alive throughout.
             let work = unsafe { &*self.work };
-            // A panic must not leave `active` raised (the caller would wait forever).
-            let _ = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work));
+            // A panic must not leave `active` raised (the caller would wait forever); the caller
+            // resumes it once the job is closed.
+            if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
+                let mut slot = self.panic.lock().unwrap_or_else(|e| e.into_inner());
+                slot.get_or_insert(payload);
+            }
         }
         self.active.fetch_sub(1, Ordering::SeqCst);
     }
@@ -143,21 +150,23 @@ pub fn inference_threads() -> usize {
 
 fn pool() -> &'static Pool {
     static POOL: OnceLock<&'static Pool> = OnceLock::new();
-    POOL.get_or_init(|| {
-        let pool: &'static Pool = Box::leak(Box::new(Pool::new()));
-        let n = inference_threads().saturating_sub(1);
-        let helpers = (0..n)
-            .filter_map(|i| {
-                std::thread::Builder::new()
-                    .name(format!("corrigible-helper-{i}"))
-                    .spawn(move || helper(pool))
-                    .ok()
-                    .map(|h| h.thread().clone())
-            })
-            .collect();
-        let _ = pool.helpers.set(helpers);
-        pool
-    })
+    POOL.get_or_init(|| spawn_pool(inference_threads().saturating_sub(1)))
+}
+
+/// A pool with `n` helper threads, which live as long as the process.
+fn spawn_pool(n: usize) -> &'static Pool {
+    let pool: &'static Pool = Box::leak(Box::new(Pool::new()));
+    let helpers = (0..n)
+        .filter_map(|i| {
+            std::thread::Builder::new()
+                .name(format!("corrigible-helper-{i}"))
+                .spawn(move || helper(pool))
+                .ok()
+                .map(|h| h.thread().clone())
+        })
+        .collect();
+    let _ = pool.helpers.set(helpers);
+    pool
 }
 
 fn helper(pool: &'static Pool) {
@@ -189,11 +198,6 @@ fn helpers(pool: &Pool) -> &[Thread] {
     pool.helpers.get().map_or(&[], Vec::as_slice)
 }
 
-/// Threads taking part in [`for_each_piece`].
-pub fn threads() -> usize {
-    helpers(pool()).len() + 1
-}
-
 /// Runs `f(items, out_piece)` over `out`, seen as `n_items` items of `item_len` values each,
 /// split into pieces of whole multiples of `align` items and shared among the threads.
 ///
@@ -202,13 +206,27 @@ pub fn for_each_piece<F>(out: &mut [f32], n_items: usize, item_len: usize, align
 where
     F: Fn(Range<usize>, &mut [f32]) + Sync,
 {
+    for_each_piece_on(pool(), out, n_items, item_len, align, f);
+}
+
+/// [`for_each_piece`] on the threads of `pool`.
+fn for_each_piece_on<F>(
+    pool: &'static Pool,
+    out: &mut [f32],
+    n_items: usize,
+    item_len: usize,
+    align: usize,
+    f: F,
+) where
+    F: Fn(Range<usize>, &mut [f32]) + Sync,
+{
     if out.len() != n_items * item_len || n_items == 0 {
         return;
     }
     let align = align.max(1);
-    let threads = threads();
+    let threads = helpers(pool).len() + 1;
     let units = n_items.div_ceil(align);
-    if threads == 1 || units < 2 || pool().solo() {
+    if threads == 1 || units < 2 || pool.solo() {
         f(0..n_items, out);
         return;
     }
@@ -237,37 +255,54 @@ where
             done += 1;
         }
     };
-    run_shared(&work, pieces.len());
+    run_shared(pool, &work, pieces.len());
+}
+
+/// Closes a job when dropped, then waits until no helper is inside its work: the borrow the
+/// work holds ends only after that, on return and on unwinding alike.
+struct Closing<'a>(&'a Job);
+
+impl Drop for Closing<'_> {
+    fn drop(&mut self) {
+        self.0.closed.store(true, Ordering::SeqCst);
+        while self.0.active.load(Ordering::SeqCst) != 0 {
+            std::hint::spin_loop();
+        }
+    }
 }
 
 /// Publishes `work` to the helpers, runs it on this thread, then waits for helpers inside it.
 #[allow(unsafe_code)]
-fn run_shared(work: &(dyn Fn() -> usize + Sync), pieces: usize) {
-    let pool = pool();
+fn run_shared(pool: &'static Pool, work: &(dyn Fn() -> usize + Sync), pieces: usize) {
     // SAFETY: only the lifetime is erased. The pointer is dereferenced by `Job::run` alone,
-    // which does so only while this function has not returned (see below and `Job::run`).
+    // which does so only before the job is closed; `Closing` closes it and waits for the
+    // helpers inside before this function returns or unwinds (see `Job::run`).
     let erased: *const (dyn Fn() -> usize + Sync + 'static) = unsafe { std::mem::transmute(work) };
     let job = Arc::new(Job {
         work: erased,
         active: AtomicUsize::new(0),
         closed: AtomicBool::new(false),
+        panic: Mutex::new(None),
     });
+    let closing = Closing(&job);
     *pool.current.lock().unwrap_or_else(|e| e.into_inner()) = Some(Arc::clone(&job));
     pool.generation.fetch_add(1, Ordering::Release);
     for h in helpers(pool) {
         h.unpark();
     }
     let mine = work();
-    // After this store no helper enters `work`; wait for those already inside.
-    job.closed.store(true, Ordering::SeqCst);
-    while job.active.load(Ordering::SeqCst) != 0 {
-        std::hint::spin_loop();
-    }
+    drop(closing);
     pool.record(pieces, mine);
     // Drop the pool's reference so that the slot does not keep a stale job reachable.
-    let mut current = pool.current.lock().unwrap_or_else(|e| e.into_inner());
-    if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &job)) {
-        *current = None;
+    {
+        let mut current = pool.current.lock().unwrap_or_else(|e| e.into_inner());
+        if current.as_ref().is_some_and(|c| Arc::ptr_eq(c, &job)) {
+            *current = None;
+        }
+    }
+    let helper_panic = job.panic.lock().unwrap_or_else(|e| e.into_inner()).take();
+    if let Some(payload) = helper_panic {
+        std::panic::resume_unwind(payload);
     }
 }
 
@@ -292,11 +327,31 @@ mod tests {
         assert!(!pool.solo());
     }
 
+    /// A pool with two helpers, whatever `CANDLE_NUM_THREADS` says (CI sets it to 1).
+    fn helped() -> &'static Pool {
+        static POOL: OnceLock<&'static Pool> = OnceLock::new();
+        POOL.get_or_init(|| spawn_pool(2))
+    }
+
+    #[test]
+    fn a_panic_in_the_work_reaches_the_caller_and_leaves_the_pool_working() {
+        let caught = std::panic::catch_unwind(|| {
+            let mut out = vec![0f32; 64];
+            for_each_piece_on(helped(), &mut out, 64, 1, 1, |items, _| {
+                assert!(items.start != 0, "a piece that fails");
+            });
+        });
+        assert!(caught.is_err());
+        let mut out = vec![0f32; 64];
+        for_each_piece_on(helped(), &mut out, 64, 1, 1, |_, piece| piece.fill(1.0));
+        assert!(out.iter().all(|&v| v == 1.0));
+    }
+
     #[test]
     fn every_item_is_visited_once() {
         for _ in 0..50 {
             let mut out = vec![0f32; 103 * 3];
-            for_each_piece(&mut out, 103, 3, 4, |items, piece| {
+            for_each_piece_on(helped(), &mut out, 103, 3, 4, |items, piece| {
                 assert_eq!(piece.len(), items.len() * 3);
                 assert_eq!(items.start % 4, 0);
                 for (k, v) in piece.iter_mut().enumerate() {
