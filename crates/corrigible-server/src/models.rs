@@ -4,7 +4,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use corrigible::{Model, ModelError, ModelReply, ModelRequest};
+use corrigible::{Model, ModelError, ModelLayer, ModelReply, ModelRequest};
 use corrigible_models::{ModelSpec, ModelsError, ProviderOptions, ReplayModel};
 use tokio::sync::Semaphore;
 
@@ -50,26 +50,18 @@ impl LimitedModel {
 }
 
 #[async_trait]
-impl Model for LimitedModel {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl ModelLayer for LimitedModel {
+    fn inner(&self) -> &dyn Model {
+        self.inner.as_ref()
     }
 
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+    async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let _permit = self
             .permits
             .acquire()
             .await
             .map_err(|_| ModelError::Transport("the model-call limiter is closed".into()))?;
         self.inner.complete(request).await
-    }
-
-    fn count_tokens(&self, text: &str) -> Option<usize> {
-        self.inner.count_tokens(text)
-    }
-
-    fn thinks(&self) -> bool {
-        self.inner.thinks()
     }
 }
 

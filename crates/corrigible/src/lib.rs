@@ -15,6 +15,7 @@ pub mod decision;
 mod discovery;
 pub mod evidence;
 mod examples;
+mod layer;
 mod message;
 mod model;
 pub mod policy;
@@ -30,6 +31,7 @@ pub use discovery::{Discovery, DiscoveryMode};
 pub use evidence::grounding::Grounding;
 pub use evidence::provenance::{GroundedArgument, Provenance};
 pub use examples::{ExampleStep, WorkedExample};
+pub use layer::ModelLayer;
 pub use message::{Message, MessageKind, Role, ToolCall};
 pub use model::{
     Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, ToolSpec, Usage,

@@ -3,7 +3,7 @@
 use std::sync::{Arc, Mutex};
 
 use async_trait::async_trait;
-use corrigible::{Model, ModelError, ModelReply, ModelRequest, Stage};
+use corrigible::{Model, ModelError, ModelLayer, ModelReply, ModelRequest, Stage};
 use rand::rngs::StdRng;
 use rand::{Rng, SeedableRng};
 use serde::{Deserialize, Serialize};
@@ -74,12 +74,12 @@ impl FaultyModel {
 }
 
 #[async_trait]
-impl Model for FaultyModel {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl ModelLayer for FaultyModel {
+    fn inner(&self) -> &dyn Model {
+        self.inner.as_ref()
     }
 
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+    async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let reply = self.inner.complete(request).await?;
         let Some(kind) = self.choose(&reply) else {
             return Ok(reply);
@@ -92,14 +92,6 @@ impl Model for FaultyModel {
             });
         }
         Ok(corrupted)
-    }
-
-    fn count_tokens(&self, text: &str) -> Option<usize> {
-        self.inner.count_tokens(text)
-    }
-
-    fn thinks(&self) -> bool {
-        self.inner.thinks()
     }
 }
 

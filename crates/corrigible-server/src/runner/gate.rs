@@ -3,7 +3,7 @@
 use std::sync::Arc;
 
 use async_trait::async_trait;
-use corrigible::{Model, ModelError, ModelReply, ModelRequest};
+use corrigible::{Model, ModelError, ModelLayer, ModelReply, ModelRequest};
 
 use super::writer::StoreWriter;
 
@@ -20,22 +20,14 @@ impl GatedModel {
 }
 
 #[async_trait]
-impl Model for GatedModel {
-    fn name(&self) -> &str {
-        self.inner.name()
+impl ModelLayer for GatedModel {
+    fn inner(&self) -> &dyn Model {
+        self.inner.as_ref()
     }
 
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+    async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
         self.writer.room().await;
         self.inner.complete(request).await
-    }
-
-    fn count_tokens(&self, text: &str) -> Option<usize> {
-        self.inner.count_tokens(text)
-    }
-
-    fn thinks(&self) -> bool {
-        self.inner.thinks()
     }
 }
 
