@@ -133,6 +133,9 @@ pub struct BoundArgs {
     /// Decision corrections per action slot (default 2).
     #[arg(long)]
     pub max_corrections: Option<u32>,
+    /// Corrections of a repeated action per slot before only a final answer is left (default 1).
+    #[arg(long)]
+    pub max_repeats: Option<u32>,
     /// Tool execution retries after a failure (default 1).
     #[arg(long)]
     pub tool_retries: Option<u32>,

@@ -68,6 +68,8 @@ pub struct LimitsConfig {
     pub max_actions: u32,
     /// Decision corrections per action slot.
     pub max_corrections: u32,
+    /// Corrections of a repeated action per slot before only a final answer is left.
+    pub max_repeats: u32,
     /// Output-validator rejections sent back per run.
     pub output_retries: u32,
     /// `Retry` rejections allowed per tool (per-tool sections override it).
@@ -92,6 +94,7 @@ impl Default for LimitsConfig {
         Self {
             max_actions: defaults.limits.max_actions,
             max_corrections: defaults.limits.max_corrections,
+            max_repeats: defaults.limits.max_repeats,
             output_retries: defaults.limits.output_retries,
             tool_rejections: defaults.max_rejections,
             max_model_calls: None,
@@ -221,6 +224,7 @@ impl FileConfig {
         }
         policy.limits.max_actions = l.max_actions;
         policy.limits.max_corrections = l.max_corrections;
+        policy.limits.max_repeats = l.max_repeats;
         policy.limits.output_retries = l.output_retries;
         policy.limits.max_model_calls = l.max_model_calls;
         policy.limits.max_tokens = l.max_tokens;

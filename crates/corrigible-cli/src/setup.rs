@@ -165,6 +165,9 @@ pub fn policy(mut policy: Policy, bounds: &BoundArgs) -> anyhow::Result<Policy> 
     if let Some(n) = bounds.max_corrections {
         limits.max_corrections = n;
     }
+    if let Some(n) = bounds.max_repeats {
+        limits.max_repeats = n;
+    }
     if let Some(n) = bounds.output_retries {
         limits.output_retries = n;
     }

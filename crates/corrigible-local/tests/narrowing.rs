@@ -50,6 +50,7 @@ fn correction_of(
         tool: tool.map(String::from),
         failed_actions,
         repeated_in_slot,
+        repeats_spent: repeated_in_slot >= 2,
         ..CorrectionContext::first_round(category, rejected)
     });
     corrected

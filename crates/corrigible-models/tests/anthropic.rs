@@ -242,10 +242,12 @@ async fn corrections_force_the_tool() {
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();
     correction.repeated_in_slot = 2;
+    correction.repeats_spent = true;
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();
     correction.category = Category::UngroundedArgument;
     correction.repeated_in_slot = 0;
+    correction.repeats_spent = false;
     request.correction = Some(correction);
     model.complete(&request).await.unwrap();
     let requests = server.requests();

@@ -287,10 +287,12 @@ async fn corrections_narrow_the_allowed_functions() {
     model.complete(&request).await.unwrap();
     correction.category = Category::RepeatedFailedAction;
     correction.repeated_in_slot = 2;
+    correction.repeats_spent = true;
     request.correction = Some(correction.clone());
     model.complete(&request).await.unwrap();
     correction.category = Category::UngroundedArgument;
     correction.repeated_in_slot = 0;
+    correction.repeats_spent = false;
     request.correction = Some(correction);
     model.complete(&request).await.unwrap();
 

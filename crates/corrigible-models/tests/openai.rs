@@ -384,6 +384,7 @@ fn correction(category: Category, tool: Option<&str>, repeated: u32) -> Correcti
     CorrectionContext {
         tool: tool.map(String::from),
         repeated_in_slot: repeated,
+        repeats_spent: repeated >= 2,
         ..CorrectionContext::first_round(category, "{}")
     }
 }

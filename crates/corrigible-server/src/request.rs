@@ -39,6 +39,9 @@ pub struct RunLimits {
     /// Decision corrections per action slot.
     #[serde(default)]
     pub max_corrections: Option<u32>,
+    /// Corrections of a repeated action per slot before only a final answer is left.
+    #[serde(default)]
+    pub max_repeats: Option<u32>,
     /// Execution retries after a tool `Failed`.
     #[serde(default)]
     pub tool_retries: Option<u32>,
@@ -142,6 +145,9 @@ impl RunLimits {
         if let Some(v) = capped("max_corrections", self.max_corrections, MAX_CORRECTIONS_CAP)? {
             policy.limits.max_corrections = v;
         }
+        if let Some(v) = capped("max_repeats", self.max_repeats, MAX_CORRECTIONS_CAP)? {
+            policy.limits.max_repeats = v;
+        }
         if let Some(v) = capped("tool_retries", self.tool_retries, TOOL_RETRIES_CAP)? {
             policy.retry.max_retries = v;
         }
@@ -219,6 +225,7 @@ mod tests {
         let limits = RunLimits {
             max_actions: Some(3),
             max_corrections: Some(1),
+            max_repeats: Some(0),
             tool_retries: Some(0),
             max_model_calls: Some(9),
             max_tokens: Some(1000),
@@ -226,6 +233,7 @@ mod tests {
         let policy = limits.apply(Policy::default()).unwrap();
         assert_eq!(policy.limits.max_actions, 3);
         assert_eq!(policy.limits.max_corrections, 1);
+        assert_eq!(policy.limits.max_repeats, 0);
         assert_eq!(policy.retry.max_retries, 0);
         assert_eq!(policy.limits.max_model_calls, Some(9));
         assert_eq!(policy.limits.max_tokens, Some(1000));

@@ -11,7 +11,8 @@ use corrigible::context::ContextBudget;
 use corrigible::policy::{Backoff, BreakerPolicy, BreakerState, CircuitBreakers, Jitter};
 use corrigible::trace::{StepOutcome, StopReason};
 use corrigible::{
-    Agent, Allowed, Category, ModelError, Policy, Protocol, RunError, RunOptions, Stage, ToolPolicy,
+    Agent, Allowed, Category, CorrectionContext, ModelError, Policy, Protocol, RunError,
+    RunOptions, Stage, ToolPolicy,
 };
 use serde_json::json;
 
@@ -158,6 +159,35 @@ async fn a_model_repeating_a_successful_call_stops_at_the_correction_bound() {
     let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
     assert_eq!(categories, [Category::RepeatedAction; 3]);
     assert!(!report.satisfied);
+}
+
+#[tokio::test]
+async fn past_the_repeat_bound_a_round_may_only_give_the_final_answer() {
+    for (max_repeats, spent) in [(1, [false, true]), (0, [true, true])] {
+        let same = action("calculator", json!({"expression": "2*(3+4)"}));
+        let model = Arc::new(Scripted::texts(&vec![same.as_str(); 20]));
+        let mut policy = strict();
+        policy.limits.max_repeats = max_repeats;
+        let report = Agent::builder_shared(model.clone())
+            .tool(Calc::new())
+            .policy(policy)
+            .build()
+            .unwrap()
+            .run("loop")
+            .await
+            .unwrap();
+        assert_eq!(report.stop_reason, StopReason::CorrectionsExhausted);
+        let requests = model.requests.lock().unwrap();
+        let rounds: Vec<&CorrectionContext> = requests[2..]
+            .iter()
+            .map(|r| r.correction.as_ref().expect("a correction round"))
+            .collect();
+        let got: Vec<bool> = rounds.iter().map(|c| c.repeats_spent).collect();
+        assert_eq!(got, spent, "max_repeats {max_repeats}");
+        for round in rounds.iter().filter(|c| c.repeats_spent) {
+            assert_eq!(round.allowed(), Allowed::FinalOnly);
+        }
+    }
 }
 
 #[tokio::test]

@@ -65,6 +65,7 @@ pub(super) async fn info(State(state): State<AppState>) -> Json<serde_json::Valu
         "limits": {
             "max_actions": policy.limits.max_actions,
             "max_corrections": policy.limits.max_corrections,
+            "max_repeats": policy.limits.max_repeats,
             "tool_retries": policy.retry.max_retries,
             "max_model_calls": policy.limits.max_model_calls,
             "max_tokens": policy.limits.max_tokens,
@@ -72,6 +73,7 @@ pub(super) async fn info(State(state): State<AppState>) -> Json<serde_json::Valu
         "caps": {
             "max_actions": MAX_ACTIONS_CAP,
             "max_corrections": MAX_CORRECTIONS_CAP,
+            "max_repeats": MAX_CORRECTIONS_CAP,
             "tool_retries": TOOL_RETRIES_CAP,
         },
         "body_limit": state.body_limit,

@@ -84,6 +84,12 @@ impl Budget {
         self.slot.repeats
     }
 
+    /// Whether the slot's corrections of repeated actions are spent: its next round may only
+    /// give the final answer.
+    pub(crate) fn repeats_spent(&self) -> bool {
+        self.slot.repeats > self.limits.max_repeats
+    }
+
     /// The run's ending when a usage limit forbids another model call, given what it spent.
     pub(crate) fn stops_asking(&self, model_calls: u32, usage: Usage) -> Option<Ending> {
         let hit = self.limits.usage_limit_hit(model_calls, usage)?;
@@ -277,8 +283,13 @@ mod tests {
     fn repeats_and_tool_outcomes_are_counted() {
         let mut budget = Budget::new(Limits::default());
         budget.charge(&[&rejection(Category::RepeatedAction)]);
-        budget.charge(&[&rejection(Category::InvalidJson)]);
         assert_eq!(budget.repeats(), 1);
+        assert!(!budget.repeats_spent());
+        budget.charge(&[&rejection(Category::RepeatedFailedAction)]);
+        assert!(
+            budget.repeats_spent(),
+            "the second repeat leaves only the final answer"
+        );
         assert!(!budget.tool_rejected("calculator", 1).over);
         let second = budget.tool_rejected("calculator", 1);
         assert_eq!((second.count, second.over), (2, true));

@@ -270,6 +270,7 @@ impl<'a> Run<'a> {
             failed_actions: self.state.failed.keys().cloned().collect(),
             round: self.budget.round(),
             repeated_in_slot: self.budget.repeats(),
+            repeats_spent: self.budget.repeats_spent(),
             facts: if first.category == Category::UnstatedResult {
                 self.facts()
             } else {

@@ -140,9 +140,9 @@ impl CorrectionContext {
     /// What this correction round still allows.
     ///
     /// After `invalid_tool_input`: that tool or a final answer. After `repeated_failed_action`:
-    /// any action but the failed ones, and after a second one in the same slot, only a final
-    /// answer. After `repeated_action`: any action but the failed and the successful ones, or
-    /// a final answer. After `ungrounded_final`: an action or an unsatisfied final. After
+    /// any action but the failed ones. After `repeated_action`: any action but the failed and
+    /// the successful ones, or a final answer. Once the slot's corrections of repeats are spent
+    /// (`Limits::max_repeats`; by default at the second), only a final answer. After `ungrounded_final`: an action or an unsatisfied final. After
     /// `ungrounded_argument` in the first round: an action (the same tool with values from the
     /// conversation, or another tool that finds the missing value), later also an unsatisfied
     /// final. After `unstated_result`: an action, or a final that begins with a fact. After
@@ -165,7 +165,7 @@ impl CorrectionContext {
     }
 
     fn allowed_by_rejection(&self) -> Allowed {
-        if self.repeated_in_slot >= 2 {
+        if self.repeats_spent {
             return Allowed::FinalOnly;
         }
         match (self.category, &self.tool) {
@@ -233,6 +233,7 @@ mod tests {
 
     use super::*;
     use crate::decision::{Action, Final};
+    use crate::policy::Limits;
 
     fn context(category: Category, tool: Option<&str>, repeated: u32) -> CorrectionContext {
         CorrectionContext {
@@ -243,6 +244,7 @@ mod tests {
             failed_actions: vec![fingerprint("calc", &json!({"x": 1}))],
             round: 1,
             repeated_in_slot: repeated,
+            repeats_spent: repeated > Limits::default().max_repeats,
             facts: Vec::new(),
             cover_tools: Vec::new(),
             done_actions: Vec::new(),
@@ -289,6 +291,7 @@ mod tests {
         assert!(allowed.permits(&action("calc", json!({"x": 3}))));
         assert!(allowed.permits(&answer(true)));
         c.repeated_in_slot = 2;
+        c.repeats_spent = true;
         assert_eq!(c.allowed(), Allowed::FinalOnly);
         let c = context(Category::UngroundedFinal, None, 0);
         assert_eq!(c.allowed(), Allowed::ActionOrUnsatisfiedFinal);

@@ -19,6 +19,10 @@ pub struct CorrectionContext {
     pub round: u32,
     /// How many `repeated_failed_action` or `repeated_action` rejections this slot has had.
     pub repeated_in_slot: u32,
+    /// The slot's corrections of repeated actions are spent (`Limits::max_repeats`): the
+    /// round may only give the final answer.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub repeats_spent: bool,
     /// After `unstated_result`: the facts the tools returned, as written in their results.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub facts: Vec<String>,
@@ -50,6 +54,7 @@ impl CorrectionContext {
             failed_actions: Vec::new(),
             round: 1,
             repeated_in_slot: 0,
+            repeats_spent: false,
             facts: Vec::new(),
             cover_tools: Vec::new(),
             done_actions: Vec::new(),

@@ -11,6 +11,10 @@ pub struct Limits {
     pub max_corrections: u32,
     /// Output-validator rejections sent back per run (default 1).
     pub output_retries: u32,
+    /// Corrections of a repeated action (`repeated_action`, `repeated_failed_action`) per
+    /// action slot; once they are spent, the slot's next round may only give the final answer
+    /// (default 1).
+    pub max_repeats: u32,
     /// Model calls per run, if limited.
     pub max_model_calls: Option<u32>,
     /// Input plus output tokens per run, if limited.
@@ -27,6 +31,7 @@ impl Default for Limits {
             max_actions: 8,
             max_corrections: 2,
             output_retries: 1,
+            max_repeats: 1,
             max_model_calls: None,
             max_tokens: None,
             max_input_tokens: None,
