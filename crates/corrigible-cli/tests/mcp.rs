@@ -196,3 +196,99 @@ fn an_unreachable_server_is_a_usage_error_that_hides_the_header() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("cannot start"), "{err}");
 }
+
+/// `corrigible-mcp-fault-server`, built beside the `corrigible` binary by the workspace build.
+fn fault_server() -> std::path::PathBuf {
+    let path = std::path::Path::new(env!("CARGO_BIN_EXE_corrigible")).with_file_name(format!(
+        "corrigible-mcp-fault-server{}",
+        std::env::consts::EXE_SUFFIX
+    ));
+    assert!(
+        path.is_file(),
+        "{} is missing: build the workspace (cargo test --workspace)",
+        path.display()
+    );
+    path
+}
+
+const PID: &str =
+    r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"pid\",\"tool_input\":{}}"}"#;
+const CRASH: &str =
+    r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"crash\",\"tool_input\":{}}"}"#;
+const DONE: &str = r#"{"text": "{\"state\":\"final\",\"satisfied\":false,\"final_summary\":\"The server crashed once.\"}"}"#;
+
+/// Each run asks the server's process id, crashes the server, and asks again.
+#[tokio::test]
+async fn the_service_keeps_an_mcp_server_across_runs_and_restarts_it_after_it_dies() {
+    let replay = file(&[PID, CRASH, PID, DONE]);
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let mut server = std::process::Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args([
+            "serve",
+            "--addr",
+            &format!("127.0.0.1:{port}"),
+            "--db",
+            "sqlite::memory:",
+            "--model",
+            &format!("replay:{}", replay.path().display()),
+            "--mcp",
+            &fault_server().display().to_string(),
+        ])
+        .env("NO_COLOR", "1")
+        .env_remove("CORRIGIBLE_API_KEY")
+        .env_remove("CORRIGIBLE_CONFIG")
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::null())
+        .spawn()
+        .expect("the binary starts");
+    let base = format!("http://127.0.0.1:{port}");
+    let client = reqwest::Client::new();
+    let mut healthy = false;
+    for _ in 0..400 {
+        if let Ok(r) = client.get(format!("{base}/healthz")).send().await
+            && r.status().is_success()
+        {
+            healthy = true;
+            break;
+        }
+        tokio::time::sleep(std::time::Duration::from_millis(50)).await;
+    }
+    let mut pids = Vec::new();
+    for _ in 0..2 {
+        if !healthy {
+            break;
+        }
+        let report: Value = client
+            .post(format!("{base}/v1/runs"))
+            .json(&serde_json::json!({"prompt": "Which process serves the tools?"}))
+            .send()
+            .await
+            .expect("the run is answered")
+            .json()
+            .await
+            .expect("a JSON report");
+        let steps = report["steps"].as_array().cloned().unwrap_or_default();
+        let outcomes: Vec<&str> = steps.iter().filter_map(|s| s["outcome"].as_str()).collect();
+        assert_eq!(outcomes, ["ok", "failed", "ok"], "{report}");
+        pids.push((steps[0]["output"].clone(), steps[2]["output"].clone()));
+    }
+    let _ = server.kill();
+    let _ = server.wait();
+    assert!(healthy, "the server did not become healthy");
+    let [(first, restarted), (kept, again)] = pids.as_slice() else {
+        panic!("two runs: {pids:?}");
+    };
+    assert_ne!(
+        first, restarted,
+        "a crashed server is started again on next use"
+    );
+    assert_eq!(
+        restarted, kept,
+        "the connection outlives the run that opened it"
+    );
+    assert_ne!(kept, again);
+}
