@@ -57,6 +57,50 @@ async fn invalid_json_is_corrected() {
 }
 
 #[tokio::test]
+async fn a_key_named_twice_is_sent_back_and_nothing_runs() {
+    let twice = r#"{"state": "action", "reason": "r", "tool": "calculator",
+        "tool_input": {"expression": "2+2"}, "tool_input": {"expression": "9*9"}}"#;
+    let nested = r#"{"state": "action", "reason": "r", "tool": "calculator",
+        "tool_input": {"expression": "2+2", "expression": "9*9"}}"#;
+    for (protocol, reply) in [
+        (Protocol::Json, text(twice)),
+        (Protocol::Json, text(nested)),
+        (
+            Protocol::Native,
+            calls(&[(
+                "call_1",
+                "calculator",
+                r#"{"expression": "2+2", "expression": "9*9"}"#,
+            )]),
+        ),
+    ] {
+        let calc = Arc::new(Calc::new());
+        let done = match protocol {
+            Protocol::Json => text(&final_answer(false, "stopped")),
+            Protocol::Native => calls(&[(
+                "call_2",
+                "final_answer",
+                r#"{"satisfied": false, "final_summary": "stopped"}"#,
+            )]),
+        };
+        let model = Arc::new(Scripted::new(vec![Ok(reply), Ok(done)]));
+        let report = Agent::builder_shared(model)
+            .policy(strict())
+            .tool(calc.clone())
+            .protocol(protocol)
+            .build()
+            .unwrap()
+            .run("2+2?")
+            .await
+            .unwrap();
+        assert_eq!(calc.calls.load(Ordering::SeqCst), 0, "{protocol:?}");
+        let c = &report.corrections[0];
+        assert_eq!(c.category, Category::InvalidJson);
+        assert!(c.error.contains("appears twice"), "{}", c.error);
+    }
+}
+
+#[tokio::test]
 async fn decision_schema_names_the_missing_field() {
     let bad = json!({"state": "action", "tool_input": {"expression": "1"}}).to_string();
     let model = Arc::new(Scripted::texts(&[&bad, &final_answer(true, "ok")]));

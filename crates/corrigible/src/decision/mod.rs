@@ -6,6 +6,7 @@ mod parse;
 pub mod repair;
 mod schema;
 mod text_call;
+pub mod unique_keys;
 
 use serde::{Deserialize, Serialize};
 use serde_json::Value;

@@ -1,5 +1,6 @@
 use serde_json::Value;
 
+use super::unique_keys::{self, UniqueKeysError};
 use super::{Action, Decision, Final, normalize};
 use crate::correction::rejection::{Category, Rejection};
 use crate::decision::repair::{RepairKind, repair};
@@ -28,34 +29,47 @@ impl Parsed {
     }
 }
 
-/// Parses JSON text, repairing it locally when `allow_repair` is set.
+/// Parses JSON text, repairing it locally when `allow_repair` is set. An object that names a
+/// key twice is refused, never repaired: which value was meant is ambiguous.
 fn parse_json(text: &str, allow_repair: bool) -> (Result<Value, Rejection>, Vec<RepairKind>) {
-    match serde_json::from_str::<Value>(text.trim()) {
-        Ok(v) => (Ok(v), Vec::new()),
-        Err(first) => {
-            let invalid = |e: &serde_json::Error| {
-                let message = if super::is_html_escaped(text) {
-                    format!(
-                        "not valid JSON: your reply is HTML-escaped JSON (`&#34;` or `&quot;` \
-                         where `\"` belongs): write plain JSON with real double quotes ({e})"
-                    )
-                } else {
-                    format!("not valid JSON: {e}")
-                };
-                Rejection::new(Category::InvalidJson, message)
-            };
-            if !allow_repair {
-                return (Err(invalid(&first)), Vec::new());
-            }
-            match repair(text) {
-                Some((candidate, kinds)) => match serde_json::from_str::<Value>(&candidate) {
-                    Ok(v) => (Ok(v), kinds),
-                    Err(_) => (Err(invalid(&first)), Vec::new()),
-                },
-                None => (Err(invalid(&first)), Vec::new()),
-            }
-        }
+    let first = match unique_keys::from_str(text.trim()) {
+        Ok(v) => return (Ok(v), Vec::new()),
+        Err(UniqueKeysError::DuplicateKey { key }) => return (Err(duplicate(&key)), Vec::new()),
+        Err(UniqueKeysError::Syntax(e)) => e,
+    };
+    let invalid = |e: &serde_json::Error| {
+        let message = if super::is_html_escaped(text) {
+            format!(
+                "not valid JSON: your reply is HTML-escaped JSON (`&#34;` or `&quot;` \
+                 where `\"` belongs): write plain JSON with real double quotes ({e})"
+            )
+        } else {
+            format!("not valid JSON: {e}")
+        };
+        Rejection::new(Category::InvalidJson, message)
+    };
+    if !allow_repair {
+        return (Err(invalid(&first)), Vec::new());
     }
+    match repair(text) {
+        Some((candidate, kinds)) => match unique_keys::from_str(&candidate) {
+            Ok(v) => (Ok(v), kinds),
+            Err(UniqueKeysError::DuplicateKey { key }) => (Err(duplicate(&key)), Vec::new()),
+            Err(UniqueKeysError::Syntax(_)) => (Err(invalid(&first)), Vec::new()),
+        },
+        None => (Err(invalid(&first)), Vec::new()),
+    }
+}
+
+/// The rejection of an object that names `key` twice.
+fn duplicate(key: &str) -> Rejection {
+    Rejection::new(
+        Category::InvalidJson,
+        format!(
+            "not valid JSON for a decision: the key \"{key}\" appears twice in one object, so \
+             which value you meant is ambiguous; send each key once"
+        ),
+    )
 }
 
 /// Parses a JSON-protocol decision from reply text.

@@ -16,6 +16,7 @@ use serde_json::{Map, Value};
 use super::Decision;
 use super::html_escaped::unescape_html;
 use super::parse::{Parsed, parse_call};
+use super::unique_keys;
 use crate::correction::rejection::{Category, Rejection};
 use crate::decision::repair::RepairKind;
 use crate::message::ToolCall;
@@ -151,7 +152,7 @@ fn arguments_object(arguments: Option<&Value>) -> Option<Map<String, Value>> {
     match arguments {
         None => Some(Map::new()),
         Some(Value::Object(map)) => Some(map.clone()),
-        Some(Value::String(text)) => match serde_json::from_str(text) {
+        Some(Value::String(text)) => match unique_keys::from_str(text) {
             Ok(Value::Object(map)) => Some(map),
             _ => None,
         },
@@ -245,7 +246,7 @@ fn fenced_blocks(text: &str) -> Vec<(std::ops::Range<usize>, &str)> {
 
 /// A code block's body that is exactly one strict call of a registered tool.
 fn fenced_call(body: &str, tools: &[&str]) -> Option<(String, Option<Value>)> {
-    let value: Value = serde_json::from_str(body.trim()).ok()?;
+    let value = unique_keys::from_str(body.trim()).ok()?;
     let call = call_shape(&value, true)?;
     tools.contains(&call.0.as_str()).then_some(call)
 }
@@ -277,7 +278,7 @@ fn tagged(text: &str, marker: &str) -> Option<Vec<(String, Option<Value>)>> {
             for block in text.split("<function=").skip(1) {
                 let (name, rest) = block.split_once('>')?;
                 let body = rest.split("</function>").next().unwrap_or(rest);
-                let arguments: Value = serde_json::from_str(body.trim()).ok()?;
+                let arguments = unique_keys::from_str(body.trim()).ok()?;
                 calls.push((name.trim().to_string(), Some(arguments)));
             }
             non_empty(calls)
@@ -295,9 +296,8 @@ fn json_calls(body: &str) -> Option<Vec<(String, Option<Value>)>> {
     let mut calls = Vec::new();
     let mut rest = body.trim();
     while !rest.is_empty() {
-        let mut stream = serde_json::Deserializer::from_str(rest).into_iter::<Value>();
-        let value = stream.next()?.ok()?;
-        rest = rest[stream.byte_offset()..].trim_start_matches([';', ' ', '\n', '\r', '\t']);
+        let (value, end) = unique_keys::leading(rest)?;
+        rest = rest[end..].trim_start_matches([';', ' ', '\n', '\r', '\t']);
         match value {
             Value::Array(items) => {
                 for item in items {
@@ -316,14 +316,13 @@ fn mistral_args_calls(body: &str) -> Option<Vec<(String, Option<Value>)>> {
     let mut rest = body.trim();
     while !rest.is_empty() {
         let (name, after) = rest.split_once("[ARGS]")?;
-        let mut stream = serde_json::Deserializer::from_str(after).into_iter::<Value>();
-        let arguments = stream.next()?.ok()?;
+        let (arguments, end) = unique_keys::leading(after)?;
         let name = name.trim().trim_start_matches("[TOOL_CALLS]").trim();
         if name.is_empty() || name.contains(char::is_whitespace) {
             return None;
         }
         calls.push((name.to_string(), Some(arguments)));
-        rest = after[stream.byte_offset()..].trim();
+        rest = after[end..].trim();
     }
     non_empty(calls)
 }
@@ -369,9 +368,8 @@ fn candidates(text: &str) -> Vec<String> {
 /// The JSON value at the start of `text`, when all that follows it is closing braces, fence
 /// backticks and whitespace (`{"name": …}}}` after doubled braces, a fence left behind).
 fn leading_json(text: &str) -> Option<Value> {
-    let mut stream = serde_json::Deserializer::from_str(text).into_iter::<Value>();
-    let value = stream.next()?.ok()?;
-    text[stream.byte_offset()..]
+    let (value, end) = unique_keys::leading(text)?;
+    text[end..]
         .chars()
         .all(|c| c.is_whitespace() || c == '}' || c == '`')
         .then_some(value)
