@@ -44,10 +44,29 @@ struct HttpServer {
     url: String,
 }
 
+/// Held from picking a port until the server answers on it, so two tests never pick the same one.
+static STARTING: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
+/// Whether an HTTP server answers on the port: a reply's status line, not just an open socket.
+async fn answers_http(port: u16) -> bool {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut stream) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return false;
+    };
+    let request = b"GET /mcp HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\n\r\n";
+    if stream.write_all(request).await.is_err() {
+        return false;
+    }
+    let mut head = [0u8; 5];
+    let read = tokio::time::timeout(Duration::from_secs(5), stream.read_exact(&mut head)).await;
+    matches!(read, Ok(Ok(_))) && &head == b"HTTP/"
+}
+
 async fn http_server(program: &std::path::Path) -> HttpServer {
+    let _starting = STARTING.lock().await;
     let port = free_port();
     let loopback = concat!(env!("CARGO_MANIFEST_DIR"), "/tests/loopback.cjs");
-    let child = tokio::process::Command::new(program)
+    let mut child = tokio::process::Command::new(program)
         .arg("streamableHttp")
         .env("PORT", port.to_string())
         .env("NODE_OPTIONS", format!("--require {loopback}"))
@@ -56,13 +75,15 @@ async fn http_server(program: &std::path::Path) -> HttpServer {
         .kill_on_drop(true)
         .spawn()
         .expect("the server starts");
-    for _ in 0..100 {
-        if tokio::net::TcpStream::connect(("127.0.0.1", port))
-            .await
-            .is_ok()
-        {
-            break;
+    let deadline = tokio::time::Instant::now() + Duration::from_secs(60);
+    while !answers_http(port).await {
+        if let Ok(Some(status)) = child.try_wait() {
+            panic!("the HTTP server on port {port} exited: {status}");
         }
+        assert!(
+            tokio::time::Instant::now() < deadline,
+            "the HTTP server did not answer on port {port} within 60 s"
+        );
         tokio::time::sleep(Duration::from_millis(100)).await;
     }
     HttpServer {
