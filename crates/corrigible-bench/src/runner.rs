@@ -65,6 +65,8 @@ impl Variant {
 pub struct BenchConfig {
     /// The suite.
     pub suite: SuiteSpec,
+    /// Leave out the first N tasks (per BFCL category), before `limit` applies.
+    pub skip: usize,
     /// Keep the first N tasks (per BFCL category).
     pub limit: Option<usize>,
     /// The policies compared, in column order.
@@ -87,7 +89,7 @@ pub async fn run_bench(
     config: &BenchConfig,
     variants: &[Variant],
 ) -> Result<BenchReport, BenchError> {
-    let suite = Suite::load(&config.suite, config.limit)?;
+    let suite = Suite::load(&config.suite, config.skip, config.limit)?;
     run_suite(&suite, config, variants).await
 }
 

@@ -188,19 +188,28 @@ pub struct Suite {
     tools_env: Option<ToolsEnv>,
 }
 
+/// Leaves out the first `skip` tasks and keeps at most `limit` of the rest.
+fn window(tasks: &mut Vec<Task>, skip: usize, limit: Option<usize>) {
+    tasks.drain(..skip.min(tasks.len()));
+    if let Some(n) = limit {
+        tasks.truncate(n);
+    }
+}
+
 impl Suite {
-    /// Loads the suite named by `spec`, keeping the first `limit` tasks (per BFCL category).
-    /// The tools suite starts its fake Open-Meteo server here; it stops when the suite drops.
-    pub fn load(spec: &SuiteSpec, limit: Option<usize>) -> Result<Self, BenchError> {
+    /// Loads the suite named by `spec`, leaving out the first `skip` tasks and keeping the next
+    /// `limit` (per BFCL category). The tools suite starts its fake Open-Meteo server here; it
+    /// stops when the suite drops.
+    pub fn load(spec: &SuiteSpec, skip: usize, limit: Option<usize>) -> Result<Self, BenchError> {
         match spec {
             SuiteSpec::ToolsSplit(split) => {
                 let mut tasks = tools_suite::parse("tools.jsonl", tools_suite::BUILTIN)?;
                 tasks.retain(|t| split.holds(&t.id));
-                Self::tools(spec, tasks, limit)
+                Self::tools(spec, tasks, skip, limit)
             }
             SuiteSpec::Heldout => {
                 let tasks = tools_suite::parse("tools-heldout.jsonl", tools_suite::HELDOUT)?;
-                Self::tools(spec, tasks, limit)
+                Self::tools(spec, tasks, skip, limit)
             }
             SuiteSpec::Tools(path) => {
                 let (label, text) = match path {
@@ -216,15 +225,13 @@ impl Suite {
                     ),
                 };
                 let tasks = tools_suite::parse(&label, &text)?;
-                Self::tools(spec, tasks, limit)
+                Self::tools(spec, tasks, skip, limit)
             }
             SuiteSpec::Bfcl(categories) => {
                 let mut tasks = Vec::new();
                 for category in categories {
                     let mut some = bfcl::load(*category)?;
-                    if let Some(n) = limit {
-                        some.truncate(n);
-                    }
+                    window(&mut some, skip, limit);
                     tasks.extend(some);
                 }
                 Ok(Self {
@@ -235,9 +242,7 @@ impl Suite {
             }
             SuiteSpec::Gsm8k(split) => {
                 let mut tasks = gsm8k::load(*split)?;
-                if let Some(n) = limit {
-                    tasks.truncate(n);
-                }
+                window(&mut tasks, skip, limit);
                 Ok(Self {
                     name: spec.to_string(),
                     tasks,
@@ -250,11 +255,10 @@ impl Suite {
     fn tools(
         spec: &SuiteSpec,
         mut tasks: Vec<Task>,
+        skip: usize,
         limit: Option<usize>,
     ) -> Result<Self, BenchError> {
-        if let Some(n) = limit {
-            tasks.truncate(n);
-        }
+        window(&mut tasks, skip, limit);
         Ok(Self {
             name: spec.to_string(),
             tasks,
@@ -300,6 +304,21 @@ mod tests {
         assert_eq!(dev + test, all.len());
         assert!(dev >= 25 && test >= 25, "{dev} / {test}");
         assert!(Split::Dev.holds("calc_07") && Split::Test.holds("calc_10"));
+    }
+
+    #[test]
+    fn skip_and_limit_pick_a_window_of_the_suite() {
+        let spec = SuiteSpec::Gsm8k(Split::Test);
+        let all = Suite::load(&spec, 0, None).unwrap().tasks;
+        let part = Suite::load(&spec, 30, Some(20)).unwrap().tasks;
+        let ids = |tasks: &[Task]| tasks.iter().map(|t| t.id.clone()).collect::<Vec<_>>();
+        assert_eq!(ids(&part), ids(&all[30..50]));
+        assert!(
+            Suite::load(&spec, all.len() + 5, None)
+                .unwrap()
+                .tasks
+                .is_empty()
+        );
     }
 
     #[test]

@@ -55,6 +55,7 @@ fn config(name: &str, faults: Option<FaultConfig>) -> BenchConfig {
     std::fs::write(&path, SUITE).unwrap();
     BenchConfig {
         suite: SuiteSpec::Tools(Some(path)),
+        skip: 0,
         limit: None,
         policies: vec![
             PolicyKind::OneShot,

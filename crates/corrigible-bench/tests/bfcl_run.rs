@@ -41,6 +41,7 @@ fn variant() -> Variant {
 fn config(category: BfclCategory) -> BenchConfig {
     BenchConfig {
         suite: SuiteSpec::Bfcl(vec![category]),
+        skip: 0,
         limit: Some(1),
         policies: vec![PolicyKind::OneShot, PolicyKind::SelfCorrect],
         protocol: Protocol::Json,

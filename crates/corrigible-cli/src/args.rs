@@ -263,7 +263,10 @@ pub struct BenchArgs {
     /// `gsm8k:dev` (problems 0-99, for tuning) or `gsm8k:test` (problems 100-199).
     #[arg(long, default_value = "tools")]
     pub suite: String,
-    /// Run only the first N tasks (per category for `bfcl`).
+    /// Leave out the first N tasks (per category for `bfcl`), to run a suite in parts.
+    #[arg(long, default_value_t = 0)]
+    pub skip: usize,
+    /// Run only the first N tasks (per category for `bfcl`), after `--skip`.
     #[arg(long)]
     pub limit: Option<usize>,
     /// Policies to compare, comma-separated: `one-shot`, `repair`, `self-correct`, and

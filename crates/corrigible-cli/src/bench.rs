@@ -43,6 +43,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     let (variants, protocol, model_name) = variants(&args.model)?;
     let config = BenchConfig {
         suite,
+        skip: args.skip,
         limit: args.limit,
         policies,
         protocol,

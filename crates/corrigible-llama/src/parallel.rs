@@ -37,11 +37,41 @@ const BUSY_SHARE: u64 = 85;
 /// How long the pool runs on the caller alone once its helpers fell behind.
 const SOLO: Duration = Duration::from_millis(200);
 
+/// The caller's piece loop as the helpers see it: the address of the closure on the caller's
+/// stack and the function that calls a closure of its type. Neither carries a lifetime: the
+/// closure outlives every call because of the `active`/`closed` protocol of [`Job::run`] (the
+/// job reference of rayon-core is built the same way).
+struct Work {
+    data: *const (),
+    call: unsafe fn(*const ()) -> usize,
+}
+
+impl Work {
+    fn new<W: Fn() -> usize + Sync>(work: &W) -> Self {
+        Work {
+            data: std::ptr::from_ref(work).cast(),
+            call: call_work::<W>,
+        }
+    }
+}
+
+/// Calls the closure at `data`.
+///
+/// # Safety
+///
+/// `data` must come from [`Work::new`] with the same `W`, and that closure must still be alive.
+#[allow(unsafe_code)]
+unsafe fn call_work<W: Fn() -> usize + Sync>(data: *const ()) -> usize {
+    // SAFETY: the caller guarantees that `data` points to a live `W`; `W: Sync` makes a shared
+    // call from this thread sound.
+    let work = unsafe { &*data.cast::<W>() };
+    work()
+}
+
 /// One parallel operation, as seen by the helpers.
 struct Job {
-    /// The caller's piece loop, its lifetime erased: only called while `closed` is false and
-    /// the caller waits on `active` (see [`Job::run`]).
-    work: *const (dyn Fn() -> usize + Sync),
+    /// Only called while `closed` is false and the caller waits on `active` (see [`Job::run`]).
+    work: Work,
     /// Helpers currently inside `work`.
     active: AtomicUsize,
     /// Set by the caller once every piece is done: from then on `work` may dangle.
@@ -64,11 +94,12 @@ impl Job {
     fn run(&self) {
         self.active.fetch_add(1, Ordering::SeqCst);
         if !self.closed.load(Ordering::SeqCst) {
+            let Work { data, call } = self.work;
             // SAFETY: `active` was raised before `closed` was read as false (both SeqCst), so
             // the caller's `closed` store comes later in the single total order, and its
             // following wait sees `active > 0` until this call returns: the closure, on the
-            // caller's stack, is alive throughout.
-            let work = unsafe { &*self.work };
+            // caller's stack, is alive throughout, and `call` was made for its type.
+            let work = || unsafe { call(data) };
             // A panic must not leave `active` raised (the caller would wait forever); the caller
             // resumes it once the job is closed.
             if let Err(payload) = std::panic::catch_unwind(std::panic::AssertUnwindSafe(work)) {
@@ -272,14 +303,9 @@ impl Drop for Closing<'_> {
 }
 
 /// Publishes `work` to the helpers, runs it on this thread, then waits for helpers inside it.
-#[allow(unsafe_code)]
-fn run_shared(pool: &'static Pool, work: &(dyn Fn() -> usize + Sync), pieces: usize) {
-    // SAFETY: only the lifetime is erased. The pointer is dereferenced by `Job::run` alone,
-    // which does so only before the job is closed; `Closing` closes it and waits for the
-    // helpers inside before this function returns or unwinds (see `Job::run`).
-    let erased: *const (dyn Fn() -> usize + Sync + 'static) = unsafe { std::mem::transmute(work) };
+fn run_shared<W: Fn() -> usize + Sync>(pool: &'static Pool, work: &W, pieces: usize) {
     let job = Arc::new(Job {
-        work: erased,
+        work: Work::new(work),
         active: AtomicUsize::new(0),
         closed: AtomicBool::new(false),
         panic: Mutex::new(None),
