@@ -6,6 +6,7 @@ use crate::correction::rejection::{Category, Rejection};
 use crate::decision::Action;
 use crate::discovery::DESCRIBE_TOOL;
 use crate::policy::{BreakerDecision, BreakerState};
+use crate::stage::Stage;
 use crate::tool::{Tool, ToolContext, ToolOutcome};
 use crate::trace::{AttemptRecord, StepOutcome, StepRecord, StopReason};
 
@@ -212,10 +213,8 @@ impl Run<'_> {
     }
 
     /// The stage of the latest model call (the one whose decision is being executed).
-    fn stage_of(&self, step: u32) -> crate::stage::Stage {
-        self.rec
-            .last_stage()
-            .unwrap_or_else(|| crate::stage::Stage::new(step, 0))
+    fn stage_of(&self, step: u32) -> Stage {
+        self.rec.last_stage().unwrap_or_else(|| Stage::new(step, 0))
     }
 }
 
