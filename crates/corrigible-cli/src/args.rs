@@ -26,6 +26,9 @@ pub enum Command {
     /// Does self-correction pay? Compare policies on a task suite, or measure the embedded
     /// model's speed (`bench model`).
     Bench(BenchArgs),
+    /// Read one model reply from stdin as the engine would, and print what it read: the JSON
+    /// after local repairs, the normalized decision and the repairs, or the rejection.
+    Parse(ParseArgs),
 }
 
 /// `corrigible config …`.
@@ -318,4 +321,16 @@ pub struct BenchModelArgs {
     /// Path of a GGUF file (default: CORRIGIBLE_MODEL, or the model directory).
     #[arg(long)]
     pub model_path: Option<PathBuf>,
+}
+
+/// `corrigible parse`.
+#[derive(Debug, Args)]
+pub struct ParseArgs {
+    /// Read a native tool-call reply, `{"text", "tool_calls": [{"id", "name", "arguments"}]}`,
+    /// and print `{"calls": [...]}`, one entry per decision.
+    #[arg(long)]
+    pub native: bool,
+    /// Apply no local repair (the `one-shot` policy).
+    #[arg(long)]
+    pub no_repair: bool,
 }

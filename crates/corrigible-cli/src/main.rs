@@ -1,9 +1,11 @@
-//! The `corrigible` binary: `run` one agent task, `serve` the API, `bench` the policies.
+//! The `corrigible` binary: `run` one agent task, `serve` the API, `bench` the policies,
+//! `parse` one model reply.
 
 mod args;
 mod bench;
 mod config;
 mod mcp;
+mod parse;
 mod render;
 mod setup;
 mod transcript;
@@ -41,6 +43,9 @@ fn main() -> ExitCode {
         )
         .with_writer(std::io::stderr)
         .init();
+    if let Command::Parse(args) = &cli.command {
+        return parse::parse(args);
+    }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
         Err(e) => {
@@ -59,6 +64,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve(args).await,
             Command::Config(command) => config_command(command),
             Command::Bench(args) => bench::bench(args).await.map_err(Failure::Usage),
+            Command::Parse(_) => Ok(()),
         }
     });
     match result {

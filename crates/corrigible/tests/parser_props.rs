@@ -2,7 +2,8 @@
 //! that the decision schema rejects.
 
 use corrigible::decision::parse_text;
-use corrigible::decision::repair::repair;
+use corrigible::decision::repair::{repair, repair_value};
+use corrigible::decision::unique_keys;
 use proptest::prelude::*;
 use serde_json::json;
 
@@ -40,6 +41,16 @@ fn json_ish() -> impl Strategy<Value = String> {
         Just("```json\n".to_string()),
         Just("\n```".to_string()),
         Just("\\".to_string()),
+        Just("'".to_string()),
+        Just("\u{201C}".to_string()),
+        Just("\u{201D}".to_string()),
+        Just("True".to_string()),
+        Just("None".to_string()),
+        Just("// c\n".to_string()),
+        Just("/*".to_string()),
+        Just("*/".to_string()),
+        Just("\n".to_string()),
+        Just(" ".to_string()),
         Just("\"".to_string()),
         "[a-z ]{0,6}".prop_map(|s| s),
         "-?[0-9]{1,4}(\\.[0-9]{1,3})?".prop_map(|s| s),
@@ -72,5 +83,29 @@ proptest! {
         let parsed = parse_text(&wrapped, true);
         prop_assert!(parsed.decision.is_ok());
         prop_assert!(!parsed.repairs.is_empty());
+    }
+
+    #[test]
+    fn a_repair_is_strict_json_that_repairs_to_itself(text in json_ish()) {
+        if let Ok((value, _)) = repair_value(&text) {
+            prop_assert!(value.is_object());
+            let out = value.to_string();
+            prop_assert_eq!(unique_keys::from_str(&out).ok(), Some(value.clone()));
+            let (again, kinds) = repair_value(&out).expect("repaired JSON reads");
+            prop_assert!(kinds.is_empty(), "{} -> {:?}", out, kinds);
+            prop_assert_eq!(again, value);
+        }
+    }
+
+    #[test]
+    fn strict_objects_read_the_same_leniently(text in json_ish()) {
+        let trimmed = text.trim();
+        if trimmed.starts_with('{')
+            && let Ok(strict) = unique_keys::from_str(trimmed)
+        {
+            let (lenient, kinds) = repair_value(trimmed).expect("strict JSON reads leniently");
+            prop_assert_eq!(lenient, strict);
+            prop_assert!(kinds.is_empty());
+        }
     }
 }

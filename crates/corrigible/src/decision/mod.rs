@@ -13,7 +13,7 @@ use serde_json::Value;
 
 pub use html_escaped::{is_html_escaped, unescape_html};
 pub use normalize::normalize;
-pub use parse::{Parsed, parse_native, parse_text};
+pub use parse::{Parsed, call_arguments, parse_native, parse_text, read_decision_json, read_json};
 pub use schema::{SchemaMode, allowed_schema, decision_schema, final_answer_spec, with_grounds};
 pub use text_call::parse_text_call;
 

@@ -3,7 +3,7 @@ use serde_json::Value;
 use super::unique_keys::{self, UniqueKeysError};
 use super::{Action, Decision, Final, normalize};
 use crate::correction::rejection::{Category, Rejection};
-use crate::decision::repair::{RepairKind, repair};
+use crate::decision::repair::{RepairKind, Unrepairable, repair_value};
 use crate::message::ToolCall;
 use crate::model::ModelReply;
 use crate::tool::FINAL_ANSWER;
@@ -29,36 +29,78 @@ impl Parsed {
     }
 }
 
-/// Parses JSON text, repairing it locally when `allow_repair` is set. An object that names a
-/// key twice is refused, never repaired: which value was meant is ambiguous.
-fn parse_json(text: &str, allow_repair: bool) -> (Result<Value, Rejection>, Vec<RepairKind>) {
+/// Reads JSON text (a decision, or a native call's arguments), repairing it locally when
+/// `allow_repair` is set; returns the value or its rejection, with the repairs made. An object
+/// that names a key twice is refused at once: no repair can tell which value was meant.
+pub fn read_json(text: &str, allow_repair: bool) -> (Result<Value, Rejection>, Vec<RepairKind>) {
     let first = match unique_keys::from_str(text.trim()) {
+        Ok(Value::String(inner)) if allow_repair => {
+            return match unique_keys::from_str(inner.trim()) {
+                Ok(object @ Value::Object(_)) => (Ok(object), vec![RepairKind::OverEscaped]),
+                Err(UniqueKeysError::DuplicateKey { key }) => (Err(duplicate(&key)), Vec::new()),
+                _ => (Ok(Value::String(inner)), Vec::new()),
+            };
+        }
         Ok(v) => return (Ok(v), Vec::new()),
         Err(UniqueKeysError::DuplicateKey { key }) => return (Err(duplicate(&key)), Vec::new()),
         Err(UniqueKeysError::Syntax(e)) => e,
     };
-    let invalid = |e: &serde_json::Error| {
+    let invalid = |why: Option<&Unrepairable>| {
+        let why = why.map(|w| format!("; {w}")).unwrap_or_default();
         let message = if super::is_html_escaped(text) {
             format!(
                 "not valid JSON: your reply is HTML-escaped JSON (`&#34;` or `&quot;` \
-                 where `\"` belongs): write plain JSON with real double quotes ({e})"
+                 where `\"` belongs): write plain JSON with real double quotes ({first}){why}"
             )
         } else {
-            format!("not valid JSON: {e}")
+            format!("not valid JSON: {first}{why}")
         };
         Rejection::new(Category::InvalidJson, message)
     };
     if !allow_repair {
-        return (Err(invalid(&first)), Vec::new());
+        return (Err(invalid(None)), Vec::new());
     }
-    match repair(text) {
-        Some((candidate, kinds)) => match unique_keys::from_str(&candidate) {
-            Ok(v) => (Ok(v), kinds),
-            Err(UniqueKeysError::DuplicateKey { key }) => (Err(duplicate(&key)), Vec::new()),
-            Err(UniqueKeysError::Syntax(_)) => (Err(invalid(&first)), Vec::new()),
-        },
-        None => (Err(invalid(&first)), Vec::new()),
+    match repair_value(text) {
+        Ok((v, kinds)) if !kinds.is_empty() => (Ok(v), kinds),
+        Ok(_) => (Err(invalid(None)), Vec::new()),
+        Err(Unrepairable::DuplicateKey(key)) => (Err(duplicate(&key)), Vec::new()),
+        Err(why) => (Err(invalid(Some(&why))), Vec::new()),
     }
+}
+
+/// `tool_input` given as a string that holds exactly one JSON object: that object.
+fn unescape_tool_input(value: &mut Value) -> bool {
+    let Some(slot) = value.get_mut("tool_input") else {
+        return false;
+    };
+    let Value::String(text) = slot else {
+        return false;
+    };
+    match unique_keys::from_str(text.trim()) {
+        Ok(inner @ Value::Object(_)) => {
+            *slot = inner;
+            true
+        }
+        _ => false,
+    }
+}
+
+/// Reads the JSON of a JSON-protocol decision: [`read_json`], and with `allow_repair` a
+/// `tool_input` string holding one object read as that object. This is the value
+/// [`parse_text`] normalizes.
+pub fn read_decision_json(
+    text: &str,
+    allow_repair: bool,
+) -> (Result<Value, Rejection>, Vec<RepairKind>) {
+    let (mut value, mut repairs) = read_json(text, allow_repair);
+    if allow_repair
+        && let Ok(v) = &mut value
+        && unescape_tool_input(v)
+        && !repairs.contains(&RepairKind::OverEscaped)
+    {
+        repairs.push(RepairKind::OverEscaped);
+    }
+    (value, repairs)
 }
 
 /// The rejection of an object that names `key` twice.
@@ -80,7 +122,7 @@ pub fn parse_text(text: &str, allow_repair: bool) -> Parsed {
             "the reply was empty: answer with one JSON decision",
         ));
     }
-    let (value, repairs) = parse_json(text, allow_repair);
+    let (value, repairs) = read_decision_json(text, allow_repair);
     Parsed {
         decision: value.and_then(normalize),
         repairs,
@@ -116,13 +158,17 @@ pub fn parse_native(reply: &ModelReply, allow_repair: bool) -> Vec<Parsed> {
         .collect()
 }
 
-pub(super) fn parse_call(call: &ToolCall, reason: &str, allow_repair: bool) -> Parsed {
-    let raw = if call.arguments.trim().is_empty() {
+/// The text of a native call's arguments: empty arguments stand for `{}`.
+pub fn call_arguments(call: &ToolCall) -> &str {
+    if call.arguments.trim().is_empty() {
         "{}"
     } else {
         call.arguments.as_str()
-    };
-    let (value, repairs) = parse_json(raw, allow_repair);
+    }
+}
+
+pub(super) fn parse_call(call: &ToolCall, reason: &str, allow_repair: bool) -> Parsed {
+    let (value, repairs) = read_json(call_arguments(call), allow_repair);
     let decision = value
         .and_then(|v| {
             if call.name == FINAL_ANSWER {
@@ -231,5 +277,119 @@ mod tests {
             parsed[0].decision.as_ref().unwrap_err().category,
             Category::InvalidJson
         );
+    }
+
+    #[test]
+    fn duplicate_keys_are_a_correction_at_every_depth() {
+        for text in [
+            r#"{"state":"action","reason":"r","tool":"calc","tool_input":{"x":"1"},"tool_input":{"x":"2"}}"#,
+            r#"{"state":"action","reason":"r","tool":"calc","tool_input":{"x":"1","x":"2"}}"#,
+            r#"{"state":"action","reason":"r","tool":"calc","tool_input":{"a":[{"b":1,"b":2}]}}"#,
+            r#"{"state":"final","satisfied":true,"satisfied":false,"final_summary":"s"}"#,
+            "```json\n{'state':'final','satisfied':true,'final_summary':'a','final_summary':'b'}\n```",
+        ] {
+            let strict = serde_json::from_str::<Value>(text).is_ok();
+            for allow in [true, false].into_iter().filter(|&a| a || strict) {
+                let r = parse_text(text, allow).decision.unwrap_err();
+                assert_eq!(r.category, Category::InvalidJson, "{text}");
+                assert!(r.message.contains("appears twice"), "{text}: {}", r.message);
+            }
+        }
+    }
+
+    #[test]
+    fn native_duplicate_arguments_are_a_correction() {
+        for arguments in [
+            r#"{"city": "Paris", "city": "Rome"}"#,
+            "{'city': 'Paris', city: 'Rome'}",
+        ] {
+            let reply = ModelReply {
+                tool_calls: vec![ToolCall {
+                    id: "c1".into(),
+                    name: "weather".into(),
+                    arguments: arguments.into(),
+                }],
+                ..Default::default()
+            };
+            let r = parse_native(&reply, true)[0].decision.clone().unwrap_err();
+            assert_eq!(r.category, Category::InvalidJson);
+            assert!(
+                r.message.contains("\"city\" appears twice"),
+                "{}",
+                r.message
+            );
+            assert_eq!(r.tool.as_deref(), Some("weather"));
+        }
+    }
+
+    #[test]
+    fn tool_input_as_a_json_string_is_unescaped() {
+        let p = parse_text(
+            r#"{"state":"action","reason":"r","tool":"calc","tool_input":"{\"expression\": \"2+2\"}"}"#,
+            true,
+        );
+        match p.decision.unwrap() {
+            Decision::Action(a) => assert_eq!(a.input, serde_json::json!({"expression": "2+2"})),
+            other => panic!("{other:?}"),
+        }
+        assert_eq!(p.repairs, vec![RepairKind::OverEscaped]);
+        let p = parse_text(
+            r#"{"state":"action","reason":"r","tool":"calc","tool_input":"2+2"}"#,
+            true,
+        );
+        assert_eq!(p.decision.unwrap_err().category, Category::DecisionSchema);
+    }
+
+    #[test]
+    fn a_json_string_holding_the_decision_is_unescaped() {
+        let text = serde_json::to_string(
+            r#"{"state": "final", "satisfied": true, "final_summary": "ok"}"#,
+        )
+        .unwrap();
+        let p = parse_text(&text, true);
+        assert!(p.decision.is_ok(), "{:?}", p.decision);
+        assert_eq!(p.repairs, vec![RepairKind::OverEscaped]);
+        assert_eq!(
+            parse_text(&text, false).decision.unwrap_err().category,
+            Category::DecisionSchema
+        );
+    }
+
+    #[test]
+    fn truncated_reply_says_it_was_cut() {
+        let r = parse_text(
+            r#"{"state":"final","satisfied":true,"final_summary":"The ans"#,
+            true,
+        )
+        .decision
+        .unwrap_err();
+        assert_eq!(r.category, Category::InvalidJson);
+        assert!(r.message.contains("cut off"), "{}", r.message);
+    }
+
+    #[test]
+    fn native_python_arguments_are_repaired() {
+        let reply = ModelReply {
+            tool_calls: vec![ToolCall {
+                id: "c1".into(),
+                name: "weather".into(),
+                arguments: "{'city': 'Paris', 'metric': True}".into(),
+            }],
+            ..Default::default()
+        };
+        let parsed = parse_native(&reply, true);
+        assert_eq!(
+            parsed[0].repairs,
+            vec![RepairKind::SingleQuotes, RepairKind::PythonLiterals]
+        );
+        match parsed[0].decision.as_ref().unwrap() {
+            Decision::Action(a) => {
+                assert_eq!(
+                    a.input,
+                    serde_json::json!({"city": "Paris", "metric": true})
+                )
+            }
+            other => panic!("{other:?}"),
+        }
     }
 }
