@@ -7,7 +7,7 @@ use candle_core::quantized::{GgmlDType, QStorage, QTensor};
 use candle_core::{Device, Result};
 
 use super::linear::Linear;
-use super::mapped::{Bytes, Stored};
+use super::mapped::{Bytes, Stored, with_aligned};
 
 /// Where the embedding of a token comes from.
 pub enum Embeddings {
@@ -114,10 +114,12 @@ impl Embeddings {
 
 /// Dequantizes one stored row `src` of `dtype` into `out`; `false` if the sizes disagree.
 fn dequantize_row(src: &[u8], dtype: GgmlDType, out: &mut [f32]) -> Result<bool> {
-    let storage = QStorage::from_data(Cow::Borrowed(src), &Device::Cpu, dtype)?;
-    let values: Vec<f32> = QTensor::new(storage, (out.len(),))?
-        .dequantize(&Device::Cpu)?
-        .to_vec1()?;
+    let values: Vec<f32> = with_aligned(src, |src| {
+        let storage = QStorage::from_data(Cow::Borrowed(src), &Device::Cpu, dtype)?;
+        QTensor::new(storage, (out.len(),))?
+            .dequantize(&Device::Cpu)?
+            .to_vec1()
+    })?;
     if values.len() != out.len() {
         return Ok(false);
     }

@@ -204,12 +204,15 @@ pub(super) mod tests {
         n: usize,
     ) -> Vec<f32> {
         use candle_core::quantized::QStorage;
-        let storage = QStorage::from_data(std::borrow::Cow::Borrowed(bytes), &Device::Cpu, dtype)
-            .expect("storage");
-        QTensor::new(storage, (n,))
-            .and_then(|t| t.dequantize(&Device::Cpu))
-            .and_then(|t| t.to_vec1())
-            .expect("dequantize")
+        super::super::mapped::with_aligned(bytes, |bytes| {
+            let storage =
+                QStorage::from_data(std::borrow::Cow::Borrowed(bytes), &Device::Cpu, dtype)
+                    .expect("storage");
+            QTensor::new(storage, (n,))
+                .and_then(|t| t.dequantize(&Device::Cpu))
+                .and_then(|t| t.to_vec1())
+                .expect("dequantize")
+        })
     }
 
     /// Row `r` of `dense` (rows of `cols`) times vector `t` of `x` dequantized, in f64, and

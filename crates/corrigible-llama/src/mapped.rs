@@ -87,6 +87,19 @@ pub struct Stored {
     pub dims: Vec<usize>,
 }
 
+/// Calls `f` with `src` at an 8-byte-aligned address, copying it there when it is not: candle
+/// reads quantized blocks in place and asserts their alignment, which a file's layout or a
+/// `Vec<u8>` does not promise.
+pub(crate) fn with_aligned<R>(src: &[u8], f: impl FnOnce(&[u8]) -> R) -> R {
+    if src.as_ptr().align_offset(8) == 0 {
+        return f(src);
+    }
+    let mut padded = vec![0u8; src.len() + 8];
+    let at = padded.as_ptr().align_offset(8).min(8);
+    padded[at..at + src.len()].copy_from_slice(src);
+    f(&padded[at..at + src.len()])
+}
+
 #[cfg(test)]
 impl Stored {
     /// A copy of candle's tensor `t`.
