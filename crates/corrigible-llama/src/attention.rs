@@ -94,7 +94,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "minutes under Miri; the portable path is covered by the smaller tests")]
+    #[cfg_attr(
+        miri,
+        ignore = "minutes under Miri; the portable path is covered by the smaller tests"
+    )]
     fn agrees_with_reference() {
         for (n_head, n_kv_head, hd) in [(9, 3, 64), (4, 4, 8), (6, 2, 128)] {
             let h = hyper(n_head, n_kv_head, hd);

@@ -309,7 +309,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "minutes under Miri; the portable path is covered by the smaller tests")]
+    #[cfg_attr(
+        miri,
+        ignore = "minutes under Miri; the portable path is covered by the smaller tests"
+    )]
     fn agrees_with_reference() {
         for hd in [64, 128, 6] {
             for len in [1, 7, 8, 9, 31, 200] {

@@ -316,7 +316,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "minutes under Miri; the portable path is covered by the smaller tests")]
+    #[cfg_attr(
+        miri,
+        ignore = "minutes under Miri; the portable path is covered by the smaller tests"
+    )]
     fn stacked_parts_of_different_formats_give_the_rows_of_each() {
         let cols = 512;
         let shapes = [

@@ -381,7 +381,10 @@ mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "candle's threaded matmul: its barrier pool breaks Stacked Borrows, and it is slow under Miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "candle's threaded matmul: its barrier pool breaks Stacked Borrows, and it is slow under Miri"
+    )]
     fn several_vectors_equal_candle() {
         let (rows, cols, n) = (12, 576, 20);
         let w = noise(rows * cols, 9);

@@ -391,7 +391,10 @@ pub(super) mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "candle's threaded matmul: its barrier pool breaks Stacked Borrows, and it is slow under Miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "candle's threaded matmul: its barrier pool breaks Stacked Borrows, and it is slow under Miri"
+    )]
     fn kernel_equals_candle_on_a_small_matrix() {
         let (rows, cols) = (8, 128);
         let w = noise(rows * cols, 5);
@@ -414,7 +417,10 @@ pub(super) mod tests {
     }
 
     #[test]
-    #[cfg_attr(miri, ignore = "candle's threaded matmul: its barrier pool breaks Stacked Borrows, and it is slow under Miri")]
+    #[cfg_attr(
+        miri,
+        ignore = "candle's threaded matmul: its barrier pool breaks Stacked Borrows, and it is slow under Miri"
+    )]
     fn several_vectors_equal_candle() {
         let (rows, cols, n) = (12, 576, 20);
         let w = noise(rows * cols, 9);

@@ -17,6 +17,7 @@ mod constraint;
 mod correction;
 mod error;
 mod generate;
+mod gguf;
 mod loop_guard;
 mod model;
 mod path;
@@ -31,6 +32,7 @@ pub use correction::{CORRECTION_TEMPERATURE, CORRECTION_TOP_P, MAX_RESAMPLES, co
 pub use corrigible_llama::{Weights, inference_threads};
 pub use error::{FETCH_COMMAND, LocalError};
 pub use generate::{Generation, StopReason};
+pub use gguf::{check_gguf, read_header};
 pub use model::LocalModel;
 pub use path::{
     DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, KNOWN_MODELS, KnownModel, MODEL_DIR_ENV, MODEL_ENV,

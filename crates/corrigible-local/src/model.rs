@@ -5,7 +5,6 @@ use std::sync::{Arc, Mutex, MutexGuard};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
-use candle_core::quantized::gguf_file;
 use corrigible::decision::with_grounds;
 use corrigible::{
     Allowed, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol,
@@ -122,8 +121,12 @@ impl LocalModel {
             source,
         };
         let file = corrigible_llama::MappedFile::open(&path).map_err(io_error)?;
-        let content = gguf_file::Content::read(&mut file.reader())
-            .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
+        let content = crate::gguf::read_header(&mut file.reader()).map_err(|e| match e {
+            LocalError::Unsupported(why) => {
+                LocalError::Unsupported(format!("{}: {why}", path.display()))
+            }
+            other => other,
+        })?;
         let tokenizer = Tokenizer::from_gguf(&content)?;
         let template = ChatTemplate::from_gguf(
             &content,
