@@ -199,18 +199,15 @@ pub fn locate(flag: Option<&Path>) -> Option<PathBuf> {
 pub fn load(path: &Path) -> anyhow::Result<FileConfig> {
     let text =
         std::fs::read_to_string(path).with_context(|| format!("config file {}", path.display()))?;
-    let config: FileConfig = toml::from_str(&text).map_err(|e| {
-        anyhow!(
-            "config file {}: {}",
-            path.display(),
-            e.to_string().trim_end()
-        )
-    })?;
-    config
-        .policy()
-        .with_context(|| format!("config file {}", path.display()))?;
-    crate::mcp::servers_from_file(&config.mcp)
-        .with_context(|| format!("config file {}", path.display()))?;
+    parse(&text).with_context(|| format!("config file {}", path.display()))
+}
+
+/// Parses and validates a configuration's text: its policy and its MCP servers.
+pub fn parse(text: &str) -> anyhow::Result<FileConfig> {
+    let config: FileConfig =
+        toml::from_str(text).map_err(|e| anyhow!("{}", e.to_string().trim_end()))?;
+    config.policy()?;
+    crate::mcp::servers_from_file(&config.mcp)?;
     Ok(config)
 }
 
@@ -298,12 +295,6 @@ impl FileConfig {
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    fn parse(text: &str) -> anyhow::Result<FileConfig> {
-        let config: FileConfig = toml::from_str(text).map_err(|e| anyhow!("{e}"))?;
-        config.policy()?;
-        Ok(config)
-    }
 
     #[test]
     fn the_profile_is_read_and_grounding_applies_over_it() {

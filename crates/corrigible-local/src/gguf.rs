@@ -289,4 +289,32 @@ mod tests {
         let bytes = header(&[], &[("t", &[2], 0, u64::MAX - 1)]);
         assert!(read_header(&mut Cursor::new(bytes)).is_err());
     }
+
+    fn strings(items: &[&str]) -> Vec<u8> {
+        let mut out = 8u32.to_le_bytes().to_vec();
+        out.extend((items.len() as u64).to_le_bytes());
+        for item in items {
+            out.extend(string(item));
+        }
+        out
+    }
+
+    #[test]
+    fn a_merge_longer_than_every_token_is_an_error_not_a_panic() {
+        let bytes = header(
+            &[
+                ("tokenizer.ggml.model", 8, string("gpt2")),
+                ("tokenizer.ggml.tokens", 9, strings(&["a", "b"])),
+                ("tokenizer.ggml.merges", 9, strings(&["a b"])),
+                (
+                    "tokenizer.ggml.eos_token_id",
+                    4,
+                    1u32.to_le_bytes().to_vec(),
+                ),
+            ],
+            &[],
+        );
+        let e = check_gguf(&mut Cursor::new(bytes)).unwrap_err();
+        assert!(e.to_string().contains("merge `a b`"), "{e}");
+    }
 }

@@ -53,6 +53,39 @@ fn metadata_str<'a>(ct: &'a gguf_file::Content, key: &str) -> Option<&'a str> {
         .map(String::as_str)
 }
 
+/// The file's string array `key`, when it has one.
+fn metadata_strings<'a>(ct: &'a gguf_file::Content, key: &str) -> Option<Vec<&'a str>> {
+    let values = ct.metadata.get(key)?.to_vec().ok()?;
+    values
+        .iter()
+        .map(|v| v.to_string().ok().map(String::as_str))
+        .collect()
+}
+
+/// Checks that every merge joins two tokens into a third of the vocabulary. The tokenizers
+/// crate checks this too, but only after copying the joined pair into a buffer as long as the
+/// longest token, which panics when the pair is longer.
+fn check_merges(ct: &gguf_file::Content) -> Result<(), LocalError> {
+    let (Some(tokens), Some(merges)) = (
+        metadata_strings(ct, "tokenizer.ggml.tokens"),
+        metadata_strings(ct, "tokenizer.ggml.merges"),
+    ) else {
+        return Ok(());
+    };
+    let vocab: std::collections::HashSet<&str> = tokens.into_iter().collect();
+    for merge in merges {
+        let Some((a, b)) = merge.split_once(' ') else {
+            continue;
+        };
+        if !(vocab.contains(a) && vocab.contains(b) && vocab.contains(format!("{a}{b}").as_str())) {
+            return Err(LocalError::Tokenizer(format!(
+                "the merge `{merge}` joins tokens that are not all in the vocabulary"
+            )));
+        }
+    }
+    Ok(())
+}
+
 /// Puts back the pre-tokenizer of `pre` names that candle's converter does not know.
 fn repair_pipeline(pre: &str, tokenizer: &mut tokenizers::Tokenizer) {
     if pre == "smollm" {
@@ -69,6 +102,7 @@ fn repair_pipeline(pre: &str, tokenizer: &mut tokenizers::Tokenizer) {
 impl Tokenizer {
     /// Builds the tokenizer from the GGUF metadata (`tokenizer.ggml.*`).
     pub fn from_gguf(ct: &gguf_file::Content) -> Result<Self, LocalError> {
+        check_merges(ct)?;
         let mut inner = tokenizers::Tokenizer::from_gguf(ct)
             .map_err(|e| LocalError::Tokenizer(e.to_string()))?;
         if let Some(pre) = metadata_str(ct, "tokenizer.ggml.pre") {
