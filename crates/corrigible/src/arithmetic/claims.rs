@@ -94,12 +94,21 @@ pub fn slips(answer: &str, reasoning: &str) -> Vec<Claim> {
             continue;
         }
         let operands = numbers_in(&step.expression);
-        let origins: Vec<usize> = carried
+        let mut origins: Vec<usize> = carried
             .iter()
             .filter(|(_, v)| operands.iter().any(|o| same(*o, *v)))
             .map(|(origin, _)| *origin)
             .collect();
-        carried.extend(origins.into_iter().map(|origin| (origin, step.value)));
+        origins.sort_unstable();
+        origins.dedup();
+        for origin in origins {
+            if !carried
+                .iter()
+                .any(|&(o, v)| o == origin && same(v, step.value))
+            {
+                carried.push((origin, step.value));
+            }
+        }
     }
     let mut origins: Vec<usize> = carried
         .iter()
@@ -455,6 +464,16 @@ mod tests {
             .is_empty()
         );
         assert_eq!(slips("It costs 5 * 3 = 16 dollars.", "").len(), 1);
+    }
+
+    #[test]
+    fn a_value_carried_through_many_steps_is_followed_once() {
+        // Found by the `claims` fuzz target: each step that used the slip's value again
+        // doubled what was carried, so 64 of them asked for 2^64 entries.
+        let reasoning = format!("5 * 4 = 0. {}", "0 * 4 = 0. ".repeat(64));
+        let found = slips("It is 0.", &reasoning);
+        assert_eq!(found.len(), 1);
+        assert_eq!(found[0].to_string(), "5 * 4 is 20, not 0");
     }
 
     #[test]
