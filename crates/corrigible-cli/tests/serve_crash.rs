@@ -16,11 +16,12 @@ const ROUNDS: u64 = 4;
 /// Clients posting runs and following their events at once.
 const CLIENTS: usize = 16;
 
+/// A run of four model calls, each taking 60 ms, so that every kill lands mid-run.
 const REPLAY: &[&str] = &[
-    r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"calculator\",\"tool_input\":{\"expr\":\"2*(3+4)\"}}", "usage": {"input_tokens": 10, "output_tokens": 5}}"#,
-    r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "usage": {"input_tokens": 20, "output_tokens": 5}}"#,
-    r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"14*3\"}}", "usage": {"input_tokens": 25, "output_tokens": 5}}"#,
-    r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"42\"}", "usage": {"input_tokens": 30, "output_tokens": 5}}"#,
+    r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"calculator\",\"tool_input\":{\"expr\":\"2*(3+4)\"}}", "usage": {"input_tokens": 10, "output_tokens": 5}, "delay_ms": 60}"#,
+    r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "usage": {"input_tokens": 20, "output_tokens": 5}, "delay_ms": 60}"#,
+    r#"{"text": "{\"state\":\"action\",\"reason\":\"r\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"14*3\"}}", "usage": {"input_tokens": 25, "output_tokens": 5}, "delay_ms": 60}"#,
+    r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"42\"}", "usage": {"input_tokens": 30, "output_tokens": 5}, "delay_ms": 60}"#,
 ];
 
 /// Events a client received: run id -> (seq -> data).
@@ -132,8 +133,6 @@ async fn client_loop(base: String, received: Received, stop: Arc<AtomicBool>) {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-#[ignore = "timing-dependent: on a quiet machine the replay runs finish before a kill lands, \
-            so no run is cut short; run it with --ignored under load"]
 async fn a_server_killed_under_load_keeps_every_event_a_client_saw() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db").display().to_string();

@@ -3,6 +3,7 @@
 use std::path::Path;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::time::Duration;
 
 use async_trait::async_trait;
 use corrigible::{Model, ModelError, ModelReply, ModelRequest, Reasoning, ToolCall, Usage};
@@ -44,6 +45,8 @@ struct LineSpec {
     usage: Option<UsageSpec>,
     #[serde(default)]
     reasoning: Option<String>,
+    #[serde(default)]
+    delay_ms: u64,
 }
 
 #[derive(Debug, Deserialize)]
@@ -65,9 +68,15 @@ struct UsageSpec {
     output_tokens: u64,
 }
 
-/// One recorded entry: a reply or a transport error.
+/// One recorded entry: a reply or a transport error, and how long the model takes to give it.
 #[derive(Debug, Clone, PartialEq)]
-enum Entry {
+struct Entry {
+    outcome: Outcome,
+    delay: Duration,
+}
+
+#[derive(Debug, Clone, PartialEq)]
+enum Outcome {
     Reply(ModelReply),
     TransportError(String),
 }
@@ -77,7 +86,8 @@ enum Entry {
 /// Each non-blank line is one of `{"text": "…"}`, `{"tool_calls": [{"name": "…",
 /// "arguments": "<string or object>"}]}` or `{"transport_error": "…"}`, optionally with
 /// `"usage": {"input_tokens": N, "output_tokens": N}` and the reasoning the model wrote
-/// before the reply, `"reasoning": "…"`. String arguments are kept verbatim
+/// before the reply, `"reasoning": "…"`, and the time the call takes, `"delay_ms": N` (a slow
+/// model, for load and crash tests). String arguments are kept verbatim
 /// (even broken JSON); other values are serialized. Calls without an `"id"` are numbered
 /// `call_1`, `call_2`, … across the file. Once the lines run out, every call is a transport
 /// error ("replay exhausted").
@@ -167,6 +177,7 @@ fn entry(spec: LineSpec, line: usize, next_id: &mut usize) -> Result<Entry, Repl
             output_tokens: u.output_tokens,
         })
         .unwrap_or_default();
+    let delay = Duration::from_millis(spec.delay_ms);
     if let Some(message) = spec.transport_error {
         if spec.text.is_some() || spec.tool_calls.is_some() || spec.reasoning.is_some() {
             return Err(ReplayError::Line {
@@ -176,7 +187,10 @@ fn entry(spec: LineSpec, line: usize, next_id: &mut usize) -> Result<Entry, Repl
                     .into(),
             });
         }
-        return Ok(Entry::TransportError(message));
+        return Ok(Entry {
+            outcome: Outcome::TransportError(message),
+            delay,
+        });
     }
     let mut tool_calls = Vec::new();
     for call in spec.tool_calls.unwrap_or_default() {
@@ -199,13 +213,16 @@ fn entry(spec: LineSpec, line: usize, next_id: &mut usize) -> Result<Entry, Repl
             arguments,
         });
     }
-    Ok(Entry::Reply(ModelReply {
-        text: spec.text,
-        tool_calls,
-        usage,
-        reasoning: spec.reasoning.map(Reasoning::text),
-        ..ModelReply::default()
-    }))
+    Ok(Entry {
+        outcome: Outcome::Reply(ModelReply {
+            text: spec.text,
+            tool_calls,
+            usage,
+            reasoning: spec.reasoning.map(Reasoning::text),
+            ..ModelReply::default()
+        }),
+        delay,
+    })
 }
 
 #[async_trait]
@@ -216,14 +233,19 @@ impl Model for ReplayModel {
 
     async fn complete(&self, _request: &ModelRequest) -> Result<ModelReply, ModelError> {
         let index = self.cursor.fetch_add(1, Ordering::SeqCst);
-        match self.entries.get(index) {
-            Some(Entry::Reply(reply)) => Ok(reply.clone()),
-            Some(Entry::TransportError(message)) => Err(ModelError::Transport(message.clone())),
-            None => Err(ModelError::Transport(format!(
+        let Some(entry) = self.entries.get(index) else {
+            return Err(ModelError::Transport(format!(
                 "replay exhausted: all {} replies of {} were served",
                 self.entries.len(),
                 self.source
-            ))),
+            )));
+        };
+        if !entry.delay.is_zero() {
+            tokio::time::sleep(entry.delay).await;
+        }
+        match &entry.outcome {
+            Outcome::Reply(reply) => Ok(reply.clone()),
+            Outcome::TransportError(message) => Err(ModelError::Transport(message.clone())),
         }
     }
 }

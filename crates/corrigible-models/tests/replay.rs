@@ -147,3 +147,16 @@ async fn a_line_may_carry_the_reasoning_before_its_reply() {
     assert_eq!(model.complete(&request()).await.unwrap().reasoning, None);
     assert!(ReplayModel::from_str("{\"transport_error\": \"x\", \"reasoning\": \"y\"}").is_err());
 }
+
+#[tokio::test(start_paused = true)]
+async fn a_line_may_take_its_time() {
+    let model = ReplayModel::from_str(
+        "{\"text\": \"{}\", \"delay_ms\": 250}\n{\"transport_error\": \"down\", \"delay_ms\": 40}\n",
+    )
+    .unwrap();
+    let started = tokio::time::Instant::now();
+    assert!(model.complete(&request()).await.is_ok());
+    assert_eq!(started.elapsed(), std::time::Duration::from_millis(250));
+    assert!(model.complete(&request()).await.is_err());
+    assert_eq!(started.elapsed(), std::time::Duration::from_millis(290));
+}
