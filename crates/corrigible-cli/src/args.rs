@@ -235,6 +235,11 @@ pub struct ServeArgs {
     /// a crashed instance's runs interrupted after that.
     #[arg(long, value_name = "SECS", default_value_t = corrigible_server::DEFAULT_LEASE.as_secs())]
     pub lease: u64,
+    /// Keep the circuit breakers in the database, shared by every instance that also passes
+    /// this flag: a tool that is down opens its breaker for all of them (config:
+    /// `[breaker] shared = true`).
+    #[arg(long)]
+    pub shared_breakers: bool,
     /// Model calls in flight at once over all runs.
     #[arg(long, default_value_t = corrigible_server::DEFAULT_MAX_CONCURRENT_MODEL_CALLS)]
     pub max_concurrent_model_calls: usize,

@@ -150,6 +150,9 @@ pub struct BreakerConfig {
     pub threshold: u32,
     /// Time open before one probe, ms.
     pub reset_ms: u64,
+    /// `corrigible serve` keeps the breakers in its database, shared by its instances.
+    #[serde(skip_serializing_if = "std::ops::Not::not")]
+    pub shared: bool,
 }
 
 impl Default for BreakerConfig {
@@ -158,6 +161,7 @@ impl Default for BreakerConfig {
         Self {
             threshold: breaker.threshold(),
             reset_ms: breaker.reset().as_millis() as u64,
+            shared: false,
         }
     }
 }

@@ -14,6 +14,7 @@ use std::process::ExitCode;
 use std::sync::Arc;
 
 use clap::Parser;
+use corrigible::policy::BreakerStore;
 use corrigible::trace::TraceSink;
 use corrigible::{Agent, RunError, RunOptions};
 use serde_json::json;
@@ -117,6 +118,7 @@ async fn build_agent(
     tool_args: &mut args::ToolArgs,
     mcp_args: &args::McpArgs,
     bounds: &args::BoundArgs,
+    breaker_store: Option<Arc<dyn BreakerStore>>,
 ) -> anyhow::Result<(Agent, setup::ModelSetup, Option<corrigible_mcp::McpCatalog>)> {
     let file = match config::locate(config_flag) {
         Some(path) => config::load(&path)?,
@@ -144,18 +146,13 @@ async fn build_agent(
     if let Some(template) = &file.feedback.template {
         builder = builder.feedback_template(template.clone());
     }
+    if let Some(store) = breaker_store {
+        builder = builder.breaker_store(store);
+    }
     Ok((builder.build()?, model, catalog))
 }
 
 async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
-    let (agent, model, _catalog) = build_agent(
-        args.config.as_deref(),
-        &mut args.model,
-        &mut args.tools,
-        &args.mcp,
-        &args.bounds,
-    )
-    .await?;
     if args.max_concurrent_model_calls == 0 {
         return Err(anyhow::anyhow!("--max-concurrent-model-calls: must be at least 1").into());
     }
@@ -168,14 +165,28 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         )
         .into());
     }
-    let db = match args.db {
-        Some(db) => db,
-        None => config::locate(args.config.as_deref())
-            .map(|path| config::load(&path))
-            .transpose()?
-            .and_then(|file| file.database_url)
-            .unwrap_or_else(|| corrigible_server::DEFAULT_DB.to_string()),
-    };
+    let file = config::locate(args.config.as_deref())
+        .map(|path| config::load(&path))
+        .transpose()?;
+    let db = args
+        .db
+        .take()
+        .or_else(|| file.as_ref().and_then(|file| file.database_url.clone()))
+        .unwrap_or_else(|| corrigible_server::DEFAULT_DB.to_string());
+    let shared_breakers =
+        args.shared_breakers || file.as_ref().is_some_and(|file| file.breaker.shared);
+    let store = corrigible_server::open_store(&db)
+        .await
+        .map_err(anyhow::Error::from)?;
+    let (agent, model, _catalog) = build_agent(
+        args.config.as_deref(),
+        &mut args.model,
+        &mut args.tools,
+        &args.mcp,
+        &args.bounds,
+        shared_breakers.then(|| store.breakers()),
+    )
+    .await?;
     let config = corrigible_server::ServerConfig {
         addr: args.addr,
         db,
@@ -191,9 +202,6 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         lease: std::time::Duration::from_secs(args.lease),
         ..Default::default()
     };
-    let store = corrigible_server::open_store(&config.db)
-        .await
-        .map_err(anyhow::Error::from)?;
     let state = corrigible_server::AppState::new(Arc::new(agent), model.factory, store, &config);
     eprintln!(
         "corrigible: serving on http://{} (dashboard at /, API at /v1/runs)",
@@ -212,6 +220,7 @@ async fn run(mut args: RunArgs) -> Result<(), Failure> {
         &mut args.tools,
         &args.mcp,
         &args.bounds,
+        None,
     )
     .await?;
 

@@ -6,6 +6,7 @@ mod common;
 use std::sync::Arc;
 use std::time::Duration;
 
+use corrigible::policy::{BreakerDecision, BreakerPolicy, BreakerState, CircuitBreakers};
 use corrigible_server::open_store;
 use corrigible_server::store::{NewRun, RunEnd, RunStatus, RunStore, StoredEvent, now_ms};
 
@@ -160,23 +161,81 @@ async fn leases_protect_live_owners_only(store: &dyn RunStore) {
     assert_eq!(store.interrupt_owned("me").await.unwrap(), 0);
 }
 
-async fn suite(store: Arc<dyn RunStore>) {
+/// `a` and `b` are two instances' handles on one database.
+async fn breakers_are_one_per_tool_for_every_instance(a: &dyn RunStore, b: &dyn RunStore) {
+    let policy = BreakerPolicy::new(2, Duration::from_millis(300)).unwrap();
+    let one = CircuitBreakers::shared(policy, a.breakers());
+    let two = CircuitBreakers::shared(policy, b.breakers());
+    // Consecutive failures count together, whichever instance saw them.
+    assert_eq!(
+        one.record("lookup", false).await,
+        (BreakerState::Closed, None)
+    );
+    let (state, opened) = two.record("lookup", false).await;
+    assert_eq!(state, BreakerState::Open);
+    let opened = opened.unwrap();
+    assert_eq!((opened.from, opened.failures), (BreakerState::Closed, 2));
+    // The other instance fails fast too; other tools are untouched.
+    assert!(matches!(
+        one.acquire("lookup").await.0,
+        BreakerDecision::Reject { .. }
+    ));
+    assert_eq!(one.state("lookup").await, BreakerState::Open);
+    assert_eq!(one.acquire("search").await.0, BreakerDecision::Allow);
+    // After the reset time, exactly one probe goes through, even when both ask at once.
+    tokio::time::sleep(Duration::from_millis(350)).await;
+    let (first, second) = tokio::join!(one.acquire("lookup"), two.acquire("lookup"));
+    let probes = [first.0.clone(), second.0.clone()]
+        .into_iter()
+        .filter(|gate| *gate == BreakerDecision::Probe)
+        .count();
+    assert_eq!(probes, 1, "{first:?} {second:?}");
+    assert_eq!(two.state("lookup").await, BreakerState::HalfOpen);
+    // The probe's success closes it for everyone.
+    assert_eq!(two.record("lookup", true).await.0, BreakerState::Closed);
+    assert_eq!(one.acquire("lookup").await.0, BreakerDecision::Allow);
+    // Failures reported at once from both instances are all counted.
+    let wide = BreakerPolicy::new(1000, Duration::from_secs(60)).unwrap();
+    let one = Arc::new(CircuitBreakers::shared(wide, a.breakers()));
+    let two = Arc::new(CircuitBreakers::shared(wide, b.breakers()));
+    let mut tasks = Vec::new();
+    for i in 0..20 {
+        let breakers = if i % 2 == 0 { one.clone() } else { two.clone() };
+        tasks.push(tokio::spawn(async move {
+            breakers.record("flaky", false).await
+        }));
+    }
+    for task in tasks {
+        assert_eq!(task.await.unwrap().0, BreakerState::Closed);
+    }
+    let records = a.breakers().records().await.unwrap();
+    let flaky = records.iter().find(|(tool, _)| tool == "flaky").unwrap();
+    assert_eq!(flaky.1.failures, 20, "{records:?}");
+}
+
+async fn suite(store: Arc<dyn RunStore>, other: Arc<dyn RunStore>) {
     runs_are_stored_listed_and_paged(store.as_ref()).await;
     events_append_in_order_once(store.as_ref()).await;
     endings_are_recorded(store.as_ref()).await;
     leases_protect_live_owners_only(store.as_ref()).await;
+    breakers_are_one_per_tool_for_every_instance(store.as_ref(), other.as_ref()).await;
 }
 
 #[tokio::test]
 async fn sqlite_passes_the_store_suite() {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("suite.db").display().to_string();
-    suite(open_store(&db).await.unwrap()).await;
+    suite(
+        open_store(&db).await.unwrap(),
+        open_store(&db).await.unwrap(),
+    )
+    .await;
 }
 
 #[tokio::test]
 async fn sqlite_in_memory_passes_the_store_suite() {
-    suite(open_store("sqlite::memory:").await.unwrap()).await;
+    let store = open_store("sqlite::memory:").await.unwrap();
+    suite(store.clone(), store).await;
 }
 
 #[cfg(feature = "postgres")]
@@ -185,5 +244,9 @@ async fn postgres_passes_the_store_suite() {
     let Some(url) = common::postgres::fresh_database().await else {
         return;
     };
-    suite(open_store(&url).await.unwrap()).await;
+    suite(
+        open_store(&url).await.unwrap(),
+        open_store(&url).await.unwrap(),
+    )
+    .await;
 }

@@ -517,7 +517,7 @@ async fn breakers_are_shared_across_concurrent_runs() {
         .filter(|s| s.outcome == StepOutcome::CircuitOpen)
         .count();
     assert_eq!(open, 2);
-    assert_eq!(breakers.state("lookup"), BreakerState::Open);
+    assert_eq!(breakers.state("lookup").await, BreakerState::Open);
 }
 
 #[tokio::test(start_paused = true)]
@@ -548,7 +548,7 @@ async fn a_run_that_overrides_the_policy_applies_its_own_breaker_threshold() {
         "the run's threshold of one failure opened the breaker"
     );
     assert_eq!(report.steps[1].outcome, StepOutcome::CircuitOpen);
-    assert_eq!(agent.breakers().state("lookup"), BreakerState::Open);
+    assert_eq!(agent.breakers().state("lookup").await, BreakerState::Open);
 }
 
 #[tokio::test]

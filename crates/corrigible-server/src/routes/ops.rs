@@ -4,6 +4,7 @@ use axum::Json;
 use axum::extract::State;
 use axum::http::{StatusCode, header};
 use axum::response::{IntoResponse, Response};
+use corrigible::policy::BreakerState;
 use serde_json::json;
 
 use crate::request::{MAX_ACTIONS_CAP, MAX_CORRECTIONS_CAP, TOOL_RETRIES_CAP, protocol_name};
@@ -25,14 +26,20 @@ pub(super) async fn healthz(State(state): State<AppState>) -> Response {
 /// `GET /metrics`: Prometheus text format.
 pub(super) async fn metrics(State(state): State<AppState>) -> Response {
     let agent = state.agent();
-    let breakers = agent.breakers();
+    let known = agent.breakers().states().await;
     let mut states: Vec<_> = agent
         .tools()
         .names()
         .into_iter()
-        .map(|name| (name.to_string(), breakers.state(name)))
+        .map(|name| {
+            let state = known
+                .iter()
+                .find(|(tool, _)| tool == name)
+                .map_or(BreakerState::Closed, |(_, state)| *state);
+            (name.to_string(), state)
+        })
         .collect();
-    for (tool, st) in breakers.states() {
+    for (tool, st) in known {
         if !states.iter().any(|(t, _)| *t == tool) {
             states.push((tool, st));
         }

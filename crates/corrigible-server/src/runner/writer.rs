@@ -223,6 +223,9 @@ mod tests {
         async fn events(&self, id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
             self.inner.events(id, after).await
         }
+        fn breakers(&self) -> Arc<dyn corrigible::policy::BreakerStore> {
+            self.inner.breakers()
+        }
     }
 
     fn queued(live: &Arc<LiveRun>, seq: u64) -> QueuedEvent {

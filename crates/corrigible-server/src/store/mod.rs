@@ -6,6 +6,7 @@
 //! that executes it; instances renew a lease with [`RunStore::heartbeat`], and the runs of an
 //! instance whose lease expired are marked `interrupted` by the others.
 
+mod breakers;
 mod error;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -16,6 +17,7 @@ mod totals;
 use std::sync::Arc;
 
 use async_trait::async_trait;
+use corrigible::policy::BreakerStore;
 
 pub use error::StoreError;
 #[cfg(feature = "postgres")]
@@ -64,6 +66,9 @@ pub trait RunStore: Send + Sync {
 
     /// The events of a run with a sequence number above `after`, in order.
     async fn events(&self, run_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError>;
+
+    /// The circuit breakers kept in the same database, for `--shared-breakers`.
+    fn breakers(&self) -> Arc<dyn BreakerStore>;
 }
 
 /// Opens the store at `url` and applies its migrations.

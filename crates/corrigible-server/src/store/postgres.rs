@@ -1,9 +1,11 @@
 //! The Postgres run store: several server instances share one database. Lease times use the
 //! database's clock, so the instances' clocks need not agree.
 
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use corrigible::policy::BreakerStore;
 use sqlx::Row;
 use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
 
@@ -18,7 +20,7 @@ const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, mode
      duration_ms, error_kind, error";
 
 /// The database's clock in unix milliseconds.
-const DB_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
+pub(super) const DB_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
 /// Connections per instance.
 const POOL_SIZE: u32 = 16;
@@ -45,6 +47,10 @@ impl PostgresStore {
     /// Closes every connection.
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    pub(super) fn pool(&self) -> &PgPool {
+        &self.pool
     }
 
     /// Marks runs `interrupted` with the totals of their events, at their last event's time.
@@ -310,5 +316,9 @@ impl RunStore for PostgresStore {
                 })
             })
             .collect()
+    }
+
+    fn breakers(&self) -> Arc<dyn BreakerStore> {
+        Arc::new(self.clone())
     }
 }

@@ -1,9 +1,11 @@
 //! The SQLite run store: WAL journal, embedded migrations, one pool.
 
 use std::str::FromStr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
+use corrigible::policy::BreakerStore;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 
@@ -21,6 +23,24 @@ const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, mode
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+}
+
+/// Applies the embedded migrations. sqlx takes no lock for SQLite, so instances that start
+/// together on a new file race: the loser's `CREATE TABLE` fails once the winner's is
+/// committed. A second try then finds the migration recorded and skips it, so failures are
+/// retried for a few seconds before one is returned.
+async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
+    let mut tries = 0;
+    loop {
+        match sqlx::migrate!("./migrations/sqlite").run(pool).await {
+            Ok(()) => return Ok(()),
+            Err(error) if tries >= 50 => return Err(error.into()),
+            Err(_) => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(100)).await;
+            }
+        }
+    }
 }
 
 impl SqliteStore {
@@ -53,13 +73,17 @@ impl SqliteStore {
         }
         .connect_with(options)
         .await?;
-        sqlx::migrate!("./migrations/sqlite").run(&pool).await?;
+        migrate(&pool).await?;
         Ok(Self { pool })
     }
 
     /// Closes every connection (checkpointing the WAL).
     pub async fn close(&self) {
         self.pool.close().await;
+    }
+
+    pub(super) fn pool(&self) -> &SqlitePool {
+        &self.pool
     }
 }
 
@@ -333,5 +357,9 @@ impl RunStore for SqliteStore {
                 })
             })
             .collect()
+    }
+
+    fn breakers(&self) -> Arc<dyn BreakerStore> {
+        Arc::new(self.clone())
     }
 }

@@ -9,7 +9,7 @@ use crate::discovery::Discovery;
 use crate::examples::{WorkedExample, example_messages};
 use crate::message::Message;
 use crate::model::{Model, Protocol};
-use crate::policy::{CircuitBreakers, Policy, ToolPolicy};
+use crate::policy::{BreakerStore, CircuitBreakers, Policy, ToolPolicy};
 use crate::prompt::SystemPrompt;
 use crate::tool::{InputValidator, RegistryError, SchemaError, Tool, ToolRegistry, TypedTool};
 
@@ -39,6 +39,7 @@ pub struct AgentBuilder {
     system: Option<String>,
     feedback: Option<String>,
     breakers: Option<Arc<CircuitBreakers>>,
+    breaker_store: Option<Arc<dyn BreakerStore>>,
     context: ContextBudget,
     validators: Vec<Arc<dyn OutputValidator>>,
     output: Option<serde_json::Value>,
@@ -58,6 +59,7 @@ impl AgentBuilder {
             system: None,
             feedback: None,
             breakers: None,
+            breaker_store: None,
             context: ContextBudget::default(),
             validators: Vec::new(),
             output: None,
@@ -133,6 +135,13 @@ impl AgentBuilder {
         self
     }
 
+    /// Keeps the agent's circuit breakers in `store`, shared with every process that uses
+    /// it (ignored when [`breakers`](Self::breakers) gives breakers of its own).
+    pub fn breaker_store(mut self, store: Arc<dyn BreakerStore>) -> Self {
+        self.breaker_store = Some(store);
+        self
+    }
+
     /// Sets the context budget.
     pub fn context_budget(mut self, budget: ContextBudget) -> Self {
         self.context = budget;
@@ -196,9 +205,12 @@ impl AgentBuilder {
             }
             None => None,
         };
-        let breakers = self
-            .breakers
-            .unwrap_or_else(|| Arc::new(CircuitBreakers::new(self.policy.breaker)));
+        let breakers = self.breakers.unwrap_or_else(|| {
+            Arc::new(match self.breaker_store {
+                Some(store) => CircuitBreakers::shared(self.policy.breaker, store),
+                None => CircuitBreakers::new(self.policy.breaker),
+            })
+        });
         let usable: Vec<WorkedExample> = self
             .worked
             .into_iter()

@@ -37,7 +37,7 @@ impl Run<'_> {
             idempotency_key,
             attempt_errors: Vec::new(),
         };
-        if let Some(message) = self.breaker_gate(&name) {
+        if let Some(message) = self.breaker_gate(&name).await {
             record.outcome = StepOutcome::CircuitOpen;
             record.error = Some(message.clone());
             self.rec.step(record, 0);
@@ -56,8 +56,8 @@ impl Run<'_> {
     }
 
     /// Asks the tool's circuit breaker for a call; why not, when it is open.
-    fn breaker_gate(&mut self, name: &str) -> Option<String> {
-        let (gate, transition) = self.agent.breakers.acquire_under(name, self.breaker);
+    async fn breaker_gate(&mut self, name: &str) -> Option<String> {
+        let (gate, transition) = self.agent.breakers.acquire_under(name, self.breaker).await;
         if let Some(t) = transition {
             self.rec.breaker(t);
         }
@@ -97,13 +97,13 @@ impl Run<'_> {
             };
             let outcome = tool.call(action.input.clone(), &ctx).await;
             let healthy = !matches!(outcome, ToolOutcome::Failed(_) | ToolOutcome::Fatal(_));
-            if let Some(t) = breakers.record_under(name, healthy, self.breaker) {
+            let (state, transition) = breakers.record_under(name, healthy, self.breaker).await;
+            if let Some(t) = transition {
                 self.rec.breaker(t);
             }
             match outcome {
                 ToolOutcome::Failed(error)
-                    if record.attempts <= retries
-                        && breakers.state(name) == BreakerState::Closed =>
+                    if record.attempts <= retries && state == BreakerState::Closed =>
                 {
                     let delay = delays.next().unwrap_or_default();
                     record.attempt_errors.push(AttemptRecord {

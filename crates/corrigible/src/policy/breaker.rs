@@ -1,9 +1,6 @@
-use std::collections::HashMap;
-use std::sync::Mutex;
 use std::time::Duration;
 
 use serde::{Deserialize, Serialize};
-use tokio::time::Instant;
 
 use super::InvalidPolicy;
 
@@ -47,10 +44,13 @@ impl BreakerPolicy {
 }
 
 /// The state of one tool's breaker.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, PartialOrd, Ord, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, PartialOrd, Ord, Hash, Serialize, Deserialize,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum BreakerState {
     /// Calls go through.
+    #[default]
     Closed,
     /// Calls fail fast.
     Open,
@@ -85,174 +85,116 @@ pub enum BreakerDecision {
     },
 }
 
-#[derive(Debug, Clone, Copy)]
-enum Inner {
-    Closed { failures: u32 },
-    Open { since: Instant, failures: u32 },
-    HalfOpen { failures: u32 },
+/// One tool's breaker as a value: its state, its consecutive failures, and the time it
+/// opened or let its probe through, in milliseconds on the clock of whoever keeps it.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct BreakerRecord {
+    /// The state.
+    pub state: BreakerState,
+    /// Consecutive failures counted.
+    pub failures: u32,
+    /// When it opened (open) or let its probe through (half-open), in milliseconds; 0 when
+    /// closed.
+    pub since_ms: i64,
 }
 
-impl Inner {
-    fn state(&self) -> BreakerState {
-        match self {
-            Inner::Closed { .. } => BreakerState::Closed,
-            Inner::Open { .. } => BreakerState::Open,
-            Inner::HalfOpen { .. } => BreakerState::HalfOpen,
-        }
-    }
-}
-
-/// Per-tool circuit breakers, shared by every run of a process (wrap in `Arc`).
-#[derive(Debug)]
-pub struct CircuitBreakers {
-    policy: BreakerPolicy,
-    tools: Mutex<HashMap<String, Inner>>,
-}
-
-impl Default for CircuitBreakers {
-    fn default() -> Self {
-        Self::new(BreakerPolicy::default())
-    }
-}
-
-impl CircuitBreakers {
-    /// Breakers that follow `policy`.
-    pub fn new(policy: BreakerPolicy) -> Self {
-        Self {
-            policy,
-            tools: Mutex::new(HashMap::new()),
-        }
-    }
-
-    /// The policy in force.
-    pub fn policy(&self) -> BreakerPolicy {
-        self.policy
-    }
-
-    fn lock(&self) -> std::sync::MutexGuard<'_, HashMap<String, Inner>> {
-        self.tools
-            .lock()
-            .unwrap_or_else(|poisoned| poisoned.into_inner())
-    }
-
-    /// Decides whether a call of `tool` may go through now; an open breaker whose reset time
-    /// has passed becomes half-open and lets this one call through as its probe.
-    pub fn acquire(&self, tool: &str) -> (BreakerDecision, Option<BreakerTransition>) {
-        self.acquire_under(tool, self.policy)
-    }
-
-    /// [`acquire`](Self::acquire) with `policy`'s threshold and reset time instead of the
-    /// breakers' own: a run whose policy overrides them shares the state, not the settings.
-    pub fn acquire_under(
-        &self,
+impl BreakerRecord {
+    /// Decides whether a call of `tool` may go through at `now_ms`. An open breaker whose
+    /// reset time has passed becomes half-open and lets this call through as its probe; a
+    /// half-open one whose probe was never reported within the reset time (its caller died)
+    /// lets one more probe through.
+    pub fn acquire(
+        &mut self,
         tool: &str,
+        now_ms: i64,
         policy: BreakerPolicy,
     ) -> (BreakerDecision, Option<BreakerTransition>) {
         if policy.threshold == 0 {
             return (BreakerDecision::Allow, None);
         }
-        let mut tools = self.lock();
-        let inner = tools
-            .entry(tool.to_string())
-            .or_insert(Inner::Closed { failures: 0 });
-        match *inner {
-            Inner::Closed { .. } => (BreakerDecision::Allow, None),
-            Inner::HalfOpen { .. } => (
-                BreakerDecision::Reject {
-                    retry_in: policy.reset,
-                },
-                None,
-            ),
-            Inner::Open { since, failures } => {
-                let elapsed = since.elapsed();
-                if elapsed >= policy.reset {
-                    *inner = Inner::HalfOpen { failures };
-                    let transition = BreakerTransition {
-                        tool: tool.to_string(),
-                        from: BreakerState::Open,
-                        to: BreakerState::HalfOpen,
-                        failures,
-                    };
-                    (BreakerDecision::Probe, Some(transition))
-                } else {
-                    (
-                        BreakerDecision::Reject {
-                            retry_in: policy.reset - elapsed,
-                        },
-                        None,
-                    )
-                }
+        let reset = i64::try_from(policy.reset.as_millis()).unwrap_or(i64::MAX);
+        let elapsed = now_ms.saturating_sub(self.since_ms).max(0);
+        let wait = || BreakerDecision::Reject {
+            retry_in: Duration::from_millis(u64::try_from(reset - elapsed).unwrap_or(0)),
+        };
+        match self.state {
+            BreakerState::Closed => (BreakerDecision::Allow, None),
+            BreakerState::Open if elapsed >= reset => {
+                let transition = self.change(tool, BreakerState::HalfOpen, self.failures, now_ms);
+                (BreakerDecision::Probe, transition)
             }
+            BreakerState::HalfOpen if elapsed >= reset => {
+                self.since_ms = now_ms;
+                (BreakerDecision::Probe, None)
+            }
+            BreakerState::Open | BreakerState::HalfOpen => (wait(), None),
         }
     }
 
-    /// Records the result of a call that went through; returns the transition it caused.
-    pub fn record(&self, tool: &str, success: bool) -> Option<BreakerTransition> {
-        self.record_under(tool, success, self.policy)
-    }
-
-    /// [`record`](Self::record) with `policy`'s threshold instead of the breakers' own.
-    pub fn record_under(
-        &self,
+    /// Records the result of a call of `tool` that went through, at `now_ms`; returns the
+    /// transition it caused.
+    pub fn record(
+        &mut self,
         tool: &str,
         success: bool,
+        now_ms: i64,
         policy: BreakerPolicy,
     ) -> Option<BreakerTransition> {
         if policy.threshold == 0 {
             return None;
         }
-        let mut tools = self.lock();
-        let inner = tools
-            .entry(tool.to_string())
-            .or_insert(Inner::Closed { failures: 0 });
-        let before = *inner;
-        let next = match (before, success) {
-            (_, true) => Inner::Closed { failures: 0 },
-            (Inner::Closed { failures }, false) if failures + 1 >= policy.threshold => {
-                Inner::Open {
-                    since: Instant::now(),
-                    failures: failures + 1,
-                }
+        let failures = self.failures.saturating_add(1);
+        match (self.state, success) {
+            (_, true) => self.change(tool, BreakerState::Closed, 0, now_ms),
+            (BreakerState::Closed, false) if failures < policy.threshold => {
+                self.failures = failures;
+                None
             }
-            (Inner::Closed { failures }, false) => Inner::Closed {
-                failures: failures + 1,
-            },
-            (Inner::HalfOpen { failures } | Inner::Open { failures, .. }, false) => Inner::Open {
-                since: Instant::now(),
-                failures: failures + 1,
+            (_, false) => self.change(tool, BreakerState::Open, failures, now_ms),
+        }
+    }
+
+    fn change(
+        &mut self,
+        tool: &str,
+        to: BreakerState,
+        failures: u32,
+        now_ms: i64,
+    ) -> Option<BreakerTransition> {
+        let from = self.state;
+        *self = Self {
+            state: to,
+            failures,
+            since_ms: if to == BreakerState::Closed {
+                0
+            } else {
+                now_ms
             },
         };
-        *inner = next;
-        let failures = match next {
-            Inner::Closed { failures }
-            | Inner::Open { failures, .. }
-            | Inner::HalfOpen { failures } => failures,
-        };
-        (before.state() != next.state()).then(|| BreakerTransition {
+        (from != to).then(|| BreakerTransition {
             tool: tool.to_string(),
-            from: before.state(),
-            to: next.state(),
+            from,
+            to,
             failures,
         })
     }
+}
 
-    /// The current state of `tool`'s breaker.
-    pub fn state(&self, tool: &str) -> BreakerState {
-        self.lock()
-            .get(tool)
-            .map(Inner::state)
-            .unwrap_or(BreakerState::Closed)
+impl BreakerState {
+    /// The state's name as stored and shown: `closed`, `open` or `half_open`.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            BreakerState::Closed => "closed",
+            BreakerState::Open => "open",
+            BreakerState::HalfOpen => "half_open",
+        }
     }
 
-    /// Every known breaker and its state, sorted by tool name.
-    pub fn states(&self) -> Vec<(String, BreakerState)> {
-        let mut all: Vec<(String, BreakerState)> = self
-            .lock()
-            .iter()
-            .map(|(k, v)| (k.clone(), v.state()))
-            .collect();
-        all.sort();
-        all
+    /// The state named `name` ([`as_str`](Self::as_str)), if any.
+    pub fn parse(name: &str) -> Option<Self> {
+        [Self::Closed, Self::Open, Self::HalfOpen]
+            .into_iter()
+            .find(|state| state.as_str() == name)
     }
 }
 
@@ -260,34 +202,64 @@ impl CircuitBreakers {
 mod tests {
     use super::*;
 
-    #[tokio::test(start_paused = true)]
-    async fn opens_probes_and_closes() {
-        let b = CircuitBreakers::new(BreakerPolicy::new(2, Duration::from_secs(60)).unwrap());
-        assert_eq!(b.acquire("w").0, BreakerDecision::Allow);
-        assert!(b.record("w", false).is_none());
-        let t = b.record("w", false).unwrap();
-        assert_eq!((t.from, t.to), (BreakerState::Closed, BreakerState::Open));
-        assert!(matches!(b.acquire("w").0, BreakerDecision::Reject { .. }));
-        tokio::time::advance(Duration::from_secs(61)).await;
-        assert_eq!(b.acquire("w").0, BreakerDecision::Probe);
-        assert!(
-            matches!(b.acquire("w").0, BreakerDecision::Reject { .. }),
-            "only one probe"
-        );
-        let t = b.record("w", true).unwrap();
-        assert_eq!(
-            (t.from, t.to),
-            (BreakerState::HalfOpen, BreakerState::Closed)
-        );
+    fn policy(threshold: u32, reset_ms: u64) -> BreakerPolicy {
+        BreakerPolicy::new(threshold, Duration::from_millis(reset_ms)).unwrap()
     }
 
-    #[tokio::test(start_paused = true)]
-    async fn failed_probe_reopens() {
-        let b = CircuitBreakers::new(BreakerPolicy::new(1, Duration::from_secs(5)).unwrap());
-        b.record("w", false);
-        tokio::time::advance(Duration::from_secs(5)).await;
-        assert_eq!(b.acquire("w").0, BreakerDecision::Probe);
-        let t = b.record("w", false).unwrap();
-        assert_eq!(t.to, BreakerState::Open);
+    #[test]
+    fn opens_after_the_threshold_and_waits_out_the_reset() {
+        let p = policy(2, 1000);
+        let mut b = BreakerRecord::default();
+        assert!(b.record("w", false, 0, p).is_none());
+        let t = b.record("w", false, 10, p).unwrap();
+        assert_eq!(
+            (t.from, t.to, t.failures),
+            (BreakerState::Closed, BreakerState::Open, 2)
+        );
+        assert_eq!(
+            b.acquire("w", 400, p).0,
+            BreakerDecision::Reject {
+                retry_in: Duration::from_millis(610)
+            }
+        );
+        let (gate, t) = b.acquire("w", 1010, p);
+        assert_eq!(gate, BreakerDecision::Probe);
+        assert_eq!(t.unwrap().to, BreakerState::HalfOpen);
+    }
+
+    #[test]
+    fn a_probe_that_never_reports_is_replaced_after_the_reset() {
+        let p = policy(1, 1000);
+        let mut b = BreakerRecord::default();
+        b.record("w", false, 0, p);
+        assert_eq!(b.acquire("w", 1000, p).0, BreakerDecision::Probe);
+        assert!(matches!(
+            b.acquire("w", 1500, p).0,
+            BreakerDecision::Reject { .. }
+        ));
+        assert_eq!(b.acquire("w", 2000, p), (BreakerDecision::Probe, None));
+    }
+
+    #[test]
+    fn a_clock_that_goes_back_never_underflows() {
+        let p = policy(1, 1000);
+        let mut b = BreakerRecord::default();
+        b.record("w", false, i64::MAX, p);
+        assert!(matches!(
+            b.acquire("w", i64::MIN, p).0,
+            BreakerDecision::Reject { .. }
+        ));
+    }
+
+    #[test]
+    fn state_names_read_back() {
+        for state in [
+            BreakerState::Closed,
+            BreakerState::Open,
+            BreakerState::HalfOpen,
+        ] {
+            assert_eq!(BreakerState::parse(state.as_str()), Some(state));
+        }
+        assert_eq!(BreakerState::parse("ajar"), None);
     }
 }
