@@ -9,6 +9,11 @@ use super::mapped::Bytes;
 use super::q8k::{K_BLOCK, KAct, Q8KVectors};
 use super::quad::MatrixError;
 
+/// How far ahead of the block a kernel reads, in bytes, it asks for the bytes of the same
+/// row. The hardware prefetchers alone left decode waiting on memory: on Qwen2.5-Coder-1.5B
+/// asking nearly doubled decode speed (`docs/benchmarks.md`).
+pub(crate) const PREFETCH_AHEAD: usize = 4096;
+
 /// A K-quant block format.
 pub trait KFormat {
     /// The format's name, for errors.
