@@ -76,6 +76,17 @@ async fn events_append_in_order_once(store: &dyn RunStore) {
     assert_eq!(all[2].data, "{\"ü\":\"✓\"}");
     assert_eq!(store.events("ev", 2).await.unwrap().len(), 1);
     assert!(store.events("none", 0).await.unwrap().is_empty());
+    // A batch larger than one statement holds, repeats included, is written whole.
+    store.insert_run(&new_run("many", "a")).await.unwrap();
+    let many: Vec<StoredEvent> = (1..=450)
+        .chain(199..=202)
+        .map(|seq| event("many", seq, "decision", &format!("{{\"n\":{seq}}}")))
+        .collect();
+    store.append_events(&many).await.unwrap();
+    let all = store.events("many", 0).await.unwrap();
+    assert_eq!(all.len(), 450);
+    assert!(all.iter().zip(1..).all(|(e, seq)| e.seq == seq));
+    assert_eq!(all[449].data, "{\"n\":450}");
 }
 
 async fn endings_are_recorded(store: &dyn RunStore) {

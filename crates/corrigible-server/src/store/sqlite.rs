@@ -19,6 +19,10 @@ const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, mode
      satisfied, stop_reason, corrections, tool_calls, model_calls, input_tokens, output_tokens, \
      duration_ms, error_kind, error";
 
+/// Events inserted by one statement: five bound values each, far below SQLite's limit of
+/// 32,766 per statement.
+const EVENTS_PER_STATEMENT: usize = 200;
+
 /// A [`RunStore`] in a SQLite database.
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
@@ -195,18 +199,21 @@ impl RunStore for SqliteStore {
         if events.is_empty() {
             return Ok(());
         }
+        // One statement of many rows: each statement is a round trip to sqlx's SQLite
+        // worker thread, which cost more than SQLite's own work on a row.
         let mut tx = self.pool.begin().await?;
-        for event in events {
-            sqlx::query(
-                "INSERT OR IGNORE INTO events (run_id, seq, kind, at, data) VALUES (?, ?, ?, ?, ?)",
-            )
-            .bind(&event.run_id)
-            .bind(int(event.seq))
-            .bind(&event.kind)
-            .bind(event.at)
-            .bind(&event.data)
-            .execute(&mut *tx)
-            .await?;
+        for chunk in events.chunks(EVENTS_PER_STATEMENT) {
+            let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
+                "INSERT OR IGNORE INTO events (run_id, seq, kind, at, data) ",
+            );
+            insert.push_values(chunk, |mut row, event| {
+                row.push_bind(&event.run_id)
+                    .push_bind(int(event.seq))
+                    .push_bind(&event.kind)
+                    .push_bind(event.at)
+                    .push_bind(&event.data);
+            });
+            insert.build().execute(&mut *tx).await?;
         }
         tx.commit().await?;
         Ok(())
