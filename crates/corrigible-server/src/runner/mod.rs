@@ -143,7 +143,7 @@ impl Runner {
             protocol: protocol_name(self.agent.protocol()).to_string(),
             owner: self.instance().to_string(),
         };
-        if let Err(error) = self.store.insert_run(&new_run).await {
+        if let Err(error) = self.writer.insert(new_run).await {
             self.inflight.leave(&run_id);
             return Err(error.into());
         }

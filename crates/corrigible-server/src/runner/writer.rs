@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::live::{LiveEvent, LiveRun};
-use crate::store::{RunEnd, RunStore, StoredEvent, now_ms};
+use crate::store::{NewRun, RunEnd, RunStore, StoreError, StoredEvent, now_ms};
 
 /// Most operations written in one go.
 const BATCH: usize = 512;
@@ -26,6 +26,10 @@ pub(crate) struct QueuedEvent {
 }
 
 enum Op {
+    Insert {
+        run: NewRun,
+        done: oneshot::Sender<Result<(), StoreError>>,
+    },
     Event(QueuedEvent),
     End {
         run_id: String,
@@ -88,6 +92,16 @@ impl StoreWriter {
         }
     }
 
+    /// Records a run that is starting; waits until it is written. Every write goes through
+    /// this one task, so that the process never contends with itself for SQLite's write lock.
+    pub(crate) async fn insert(&self, run: NewRun) -> Result<(), StoreError> {
+        let (done, wait) = oneshot::channel();
+        self.tx
+            .send(Op::Insert { run, done })
+            .map_err(|_| StoreError::WriterStopped)?;
+        wait.await.map_err(|_| StoreError::WriterStopped)?
+    }
+
     /// Records how a run ended, after every event queued before; waits until it is written.
     pub(crate) async fn end(&self, run_id: &str, end: RunEnd) -> Result<(), String> {
         let (done, wait) = oneshot::channel();
@@ -111,19 +125,33 @@ impl StoreWriter {
     }
 }
 
+/// Takes what is queued, up to [`BATCH`] operations at a time: first stores the batch's new
+/// runs, then all its events in one transaction, then its run endings and flushes in order.
+/// A run's events are queued only after it is stored, and before its ending, so that order
+/// holds for every run, and a batch of many runs costs one event transaction, not one per
+/// ending.
 async fn write_loop(
     store: Arc<dyn RunStore>,
     mut rx: mpsc::UnboundedReceiver<Op>,
     backlog: Arc<Backlog>,
 ) {
     let mut events = Vec::new();
+    let mut after = Vec::new();
     let mut batch = Vec::with_capacity(BATCH);
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         for op in batch.drain(..) {
             match op {
+                Op::Insert { run, done } => {
+                    let _ = done.send(store.insert_run(&run).await);
+                }
                 Op::Event(event) => events.push(event),
+                other => after.push(other),
+            }
+        }
+        write_events(store.as_ref(), &mut events, &backlog).await;
+        for op in after.drain(..) {
+            match op {
                 Op::End { run_id, end, done } => {
-                    write_events(store.as_ref(), &mut events, &backlog).await;
                     let result = store
                         .end_run(&run_id, &end, now_ms())
                         .await
@@ -134,12 +162,11 @@ async fn write_loop(
                     let _ = done.send(result);
                 }
                 Op::Flush(done) => {
-                    write_events(store.as_ref(), &mut events, &backlog).await;
                     let _ = done.send(());
                 }
+                Op::Insert { .. } | Op::Event(_) => {}
             }
         }
-        write_events(store.as_ref(), &mut events, &backlog).await;
     }
 }
 

@@ -10,6 +10,9 @@ pub enum StoreError {
     /// A stored value could not be decoded (e.g. a report that is not valid JSON).
     #[error("run store holds a malformed value: {0}")]
     Corrupt(String),
+    /// The server's store writer has stopped (the server is going down).
+    #[error("the run store writer has stopped")]
+    WriterStopped,
     /// The URL names a backend that is not available.
     #[error("unsupported run store `{0}`")]
     Unsupported(String),
