@@ -112,7 +112,7 @@ mod avx2 {
     use std::arch::x86_64::*;
 
     use super::{K_BLOCK, KAct, Kernel, Q4K, scales_mins};
-    use crate::kmatrix::{KFormat, PREFETCH_AHEAD};
+    use crate::kmatrix::{KFormat, prefetch_ahead};
 
     /// The AVX2 kernel; a value exists only on a CPU with AVX2, FMA and F16C.
     pub(super) struct Avx2(());
@@ -135,17 +135,6 @@ mod avx2 {
         ) -> [[f32; R]; N] {
             // SAFETY: `Avx2` is only built by `detect`, on a CPU with AVX2, FMA and F16C.
             unsafe { dot(w, x) }
-        }
-    }
-
-    /// Asks the CPU to bring the `len` bytes [`PREFETCH_AHEAD`] past `at` into its caches. A
-    /// prefetch never faults, so the address may lie past the end of the weights.
-    #[inline]
-    #[target_feature(enable = "avx2,fma,f16c")]
-    fn prefetch_ahead(at: *const u8, len: usize) {
-        let ahead = at.wrapping_add(PREFETCH_AHEAD);
-        for line in (0..len).step_by(64) {
-            _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
         }
     }
 

@@ -40,6 +40,21 @@ fn unchanged(read: Option<BreakerRecord>, now: i64, change: &mut BreakerChange<'
     after == before
 }
 
+/// Every stored breaker.
+const SELECT_ALL: &str = "SELECT tool, state, failures, since_ms FROM breakers";
+
+/// Rows of [`SELECT_ALL`] as records with their tools' names.
+fn named<R: Row>(rows: &[R]) -> Result<Vec<(String, BreakerRecord)>, StoreError>
+where
+    for<'r> &'r str: sqlx::ColumnIndex<R>,
+    for<'r> String: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+    for<'r> i64: sqlx::Decode<'r, R::Database> + sqlx::Type<R::Database>,
+{
+    rows.iter()
+        .map(|row| Ok((row.try_get("tool")?, record(row)?)))
+        .collect()
+}
+
 fn shared(error: StoreError) -> BreakerStoreError {
     BreakerStoreError(Box::new(error))
 }
@@ -55,14 +70,11 @@ impl BreakerStore for SqliteStore {
     }
 
     async fn records(&self) -> Result<Vec<(String, BreakerRecord)>, BreakerStoreError> {
-        let rows = sqlx::query("SELECT tool, state, failures, since_ms FROM breakers")
+        let rows = sqlx::query(SELECT_ALL)
             .fetch_all(self.pool())
             .await
             .map_err(|e| shared(e.into()))?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("tool")?, record(row)?)))
-            .collect::<Result<_, StoreError>>()
-            .map_err(shared)
+        named(&rows).map_err(shared)
     }
 }
 
@@ -120,14 +132,11 @@ impl BreakerStore for PostgresStore {
     }
 
     async fn records(&self) -> Result<Vec<(String, BreakerRecord)>, BreakerStoreError> {
-        let rows = sqlx::query("SELECT tool, state, failures, since_ms FROM breakers")
+        let rows = sqlx::query(SELECT_ALL)
             .fetch_all(self.pool())
             .await
             .map_err(|e| shared(e.into()))?;
-        rows.iter()
-            .map(|row| Ok((row.try_get("tool")?, record(row)?)))
-            .collect::<Result<_, StoreError>>()
-            .map_err(shared)
+        named(&rows).map_err(shared)
     }
 }
 
