@@ -1,8 +1,9 @@
 //! The English-text readers behind the evidence rules: calculations claimed in an answer or a
-//! thought, and numbers written in digits or words, on any text, never panic.
+//! thought, the thought calculator's rewrite, and numbers written in digits or words, on any
+//! text, never panic; a rewrite always replaces the value where it is written.
 #![no_main]
 
-use corrigible::arithmetic::{claims, slips};
+use corrigible::arithmetic::{claims, first_wrong_value, slips};
 use corrigible::evidence::number_words::numbers_in_words;
 use corrigible::evidence::numbers::numbers_in;
 use libfuzzer_sys::fuzz_target;
@@ -13,4 +14,10 @@ fuzz_target!(|text: &str| {
     let _ = slips(answer, thought);
     let _ = numbers_in(answer);
     let _ = numbers_in_words(answer);
+    let from = thought.len() % (answer.len() + 1);
+    if let Some(fix) = first_wrong_value(answer, from) {
+        assert!(answer[fix.at..].starts_with(&fix.claim.stated));
+        let rewritten = format!("{}{}", &answer[..fix.at], fix.value);
+        assert_eq!(first_wrong_value(&rewritten, fix.at), None, "{rewritten}");
+    }
 });

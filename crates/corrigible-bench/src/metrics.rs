@@ -63,6 +63,10 @@ pub struct TaskResult {
     pub repairs: Vec<String>,
     /// Correction replies identical to the reply they corrected.
     pub identical_retries: u32,
+    /// Calculations of the model's thoughts that the thought calculator rewrote, as
+    /// `expression = stated → value`.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recalculated: Vec<String>,
     /// Injected faults and their fate.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub faults: Vec<FaultOutcome>,
@@ -109,6 +113,12 @@ impl TaskResult {
                 .map(|r| r.kind.as_str().to_string())
                 .collect(),
             identical_retries: report.usage.identical_retries,
+            recalculated: report
+                .model_calls
+                .iter()
+                .filter_map(|c| c.reasoning.as_ref())
+                .flat_map(|r| r.recalculated.iter().map(ToString::to_string))
+                .collect(),
             faults: injected.iter().map(|f| fault_outcome(report, f)).collect(),
             answer: report.final_summary.clone(),
             calls: report
@@ -144,6 +154,7 @@ impl TaskResult {
             corrections: Vec::new(),
             repairs: Vec::new(),
             identical_retries: 0,
+            recalculated: Vec::new(),
             faults: injected
                 .iter()
                 .map(|f| FaultOutcome {
@@ -229,6 +240,9 @@ pub struct ColumnReport {
     pub repairs: BTreeMap<String, u32>,
     /// Correction replies identical to the reply they corrected.
     pub identical_retries: u32,
+    /// Thought calculations the thought calculator rewrote, over all runs.
+    #[serde(default)]
+    pub recalculated: u32,
     /// Runs by stop reason (`error` for infrastructure failures).
     pub stop_reasons: BTreeMap<String, u32>,
     /// Runs that did not end with a satisfied, accepted final answer, by stop reason.
@@ -306,6 +320,7 @@ impl ColumnReport {
             corrections,
             repairs,
             identical_retries: results.iter().map(|r| r.identical_retries).sum(),
+            recalculated: results.iter().map(|r| r.recalculated.len() as u32).sum(),
             stop_reasons,
             unsatisfied,
             faults,

@@ -73,6 +73,11 @@ pub struct ModelArgs {
     /// it decides at once; 192 is a good bound to try).
     #[arg(long)]
     pub think_tokens: Option<usize>,
+    /// Leave the embedded model's thought as written: by default each calculation it states
+    /// (`20 + 80 = 110`) is checked as its line ends, and a wrong value replaced by the right
+    /// one before the model goes on.
+    #[arg(long)]
+    pub no_thought_calculator: bool,
 }
 
 /// Tools and where the weather tool reaches Open-Meteo.

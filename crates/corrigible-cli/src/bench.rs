@@ -124,6 +124,7 @@ fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)
         if let Some(n) = args.think_tokens {
             config.think_tokens = n;
         }
+        config.thought_calculator = !args.no_thought_calculator;
         let local = LocalModel::load(config)?;
         let name = local.name().to_string();
         // `bare` decodes free text, no thought phase, within a suggested thought's and a

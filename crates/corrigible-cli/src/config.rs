@@ -34,6 +34,10 @@ pub struct FileConfig {
     /// `--think-tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_tokens: Option<usize>,
+    /// Whether the embedded model's thought calculator rewrites wrong values (default true);
+    /// `false` is `--no-thought-calculator`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub thought_calculator: Option<bool>,
     /// The answer rules on top of the profile, as `--grounding`: `values` or `failures`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grounding: Option<String>,
@@ -322,6 +326,7 @@ mod tests {
             model = "replay:x.jsonl"
             grounding = "failures"
             think_tokens = 64
+            thought_calculator = false
             [limits]
             max_actions = 4
             max_corrections = 1
@@ -349,6 +354,7 @@ mod tests {
         assert_eq!(policy.limits.max_actions, 4);
         assert!(!policy.checks.unstated_result && !policy.checks.uncovered_request);
         assert_eq!(config.think_tokens, Some(64));
+        assert_eq!(config.thought_calculator, Some(false));
         assert_eq!(policy.limits.max_model_calls, Some(10));
         assert_eq!(policy.max_rejections, 3);
         assert_eq!(policy.retry.backoff.initial(), Duration::from_millis(100));

@@ -126,6 +126,9 @@ impl TraceSink for LiveTrace {
                 ));
                 if let Some(reasoning) = &record.reasoning {
                     self.line(thought_line(s, reasoning));
+                    for fix in &reasoning.recalculated {
+                        self.line(format!("    {} {fix}", s.yellow("= recalculated")));
+                    }
                 }
             }
             TraceEvent::Repair { record } => self.line(format!(

@@ -59,6 +59,9 @@ pub fn merge(model: &mut ModelArgs, tools: &mut ToolArgs, file: &FileConfig) {
     if model.think_tokens.is_none() {
         model.think_tokens = file.think_tokens;
     }
+    if file.thought_calculator == Some(false) {
+        model.no_thought_calculator = true;
+    }
     if tools.tools.is_none() {
         tools.tools = file.tools.clone();
     }
@@ -109,6 +112,7 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
             if let Some(n) = args.think_tokens {
                 config.think_tokens = n;
             }
+            config.thought_calculator = !args.no_thought_calculator;
             Arc::new(LocalModel::load(config)?)
         }
         ModelSpec::Replay(path) => {

@@ -165,6 +165,23 @@ fn a_model_calls_reasoning_is_shown_under_it_and_kept_in_the_report() {
 }
 
 #[test]
+fn a_thoughts_recalculations_are_shown_under_it() {
+    let thinking = r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"260 sheep\"}", "reasoning": {"text": "20 + 80 + 160 = 260 sheep.", "tokens": 12, "recalculated": [{"expression": "20 + 80 + 160", "stated": "460", "value": "260"}]}}"#;
+    let file = replay(&[thinking]);
+    let out = corrigible(&["run", "--model", &spec(&file), "How many sheep?"]);
+    assert_eq!(out.status.code(), Some(0));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("… thought (12 tokens): 20 + 80 + 160 = 260 sheep."),
+        "{text}"
+    );
+    assert!(
+        text.contains("= recalculated 20 + 80 + 160 = 460 → 260"),
+        "{text}"
+    );
+}
+
+#[test]
 fn the_example_replay_repairs_and_corrects() {
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),

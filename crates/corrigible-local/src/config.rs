@@ -75,6 +75,10 @@ pub struct LocalConfig {
     pub correction_samples: u32,
     /// The most tokens of free thought decoded before each decision (0: decide at once).
     pub think_tokens: usize,
+    /// Whether each calculation a thought states (`20 + 80 = 110`) is checked as its line is
+    /// written, and a value that does not hold replaced by the right one before the model
+    /// goes on (see `docs/thinking.md`).
+    pub thought_calculator: bool,
 }
 
 impl LocalConfig {
@@ -92,6 +96,7 @@ impl LocalConfig {
             weights: Weights::Requantize,
             correction_samples: crate::correction::MAX_RESAMPLES,
             think_tokens: crate::thought::DEFAULT_THINK_TOKENS,
+            thought_calculator: true,
         }
     }
 

@@ -77,7 +77,7 @@ pub struct DecodeParams<'a> {
     /// Tokens that end the turn.
     pub stop_tokens: &'a [u32],
     /// Token chooser.
-    pub sampler: Sampler,
+    pub sampler: &'a mut Sampler,
     /// The grammar the output must follow, if any.
     pub constraint: Option<Constraint>,
     /// A token refused after a given prefix, if any.

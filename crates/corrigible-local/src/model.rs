@@ -8,7 +8,7 @@ use async_trait::async_trait;
 use corrigible::decision::with_grounds;
 use corrigible::{
     Allowed, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol,
-    Reasoning, Role, Usage,
+    Reasoning, Recalculation, Role, Usage,
 };
 use corrigible_llama::inference_threads;
 use serde_json::Value;
@@ -51,6 +51,8 @@ struct Inner {
     closers: Vec<u32>,
     /// The tokens that end a thought (see [`crate::thought::stops`]).
     thought_stops: Vec<u32>,
+    /// Those and the tokens that end a line, where the thought calculator reads it.
+    thought_line_stops: Vec<u32>,
     state: Mutex<State>,
 }
 
@@ -74,9 +76,10 @@ fn token_spelling(tokenizer: &Tokenizer, id: Option<u32>) -> String {
         .unwrap_or_default()
 }
 
-/// The tokens whose text begins with `"`, which close a JSON string, and the tokens that end
-/// a thought; a token that does not decode on its own (part of a UTF-8 sequence) is neither.
-fn closers_and_thought_stops(tokenizer: &Tokenizer) -> (Vec<u32>, Vec<u32>) {
+/// The tokens whose text begins with `"`, which close a JSON string, the tokens that end a
+/// thought, and those together with the tokens that end a line of it; a token that does not
+/// decode on its own (part of a UTF-8 sequence) is none of them.
+fn closers_and_thought_stops(tokenizer: &Tokenizer) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
     let vocab: Vec<(u32, String)> = (0..tokenizer.vocab_size())
         .filter_map(|id| u32::try_from(id).ok())
         .filter_map(|id| tokenizer.decode(&[id]).ok().map(|text| (id, text)))
@@ -85,6 +88,7 @@ fn closers_and_thought_stops(tokenizer: &Tokenizer) -> (Vec<u32>, Vec<u32>) {
     (
         crate::loop_guard::closers(pairs()),
         crate::thought::stops(pairs(), tokenizer.stop_tokens()),
+        crate::thought::line_stops(pairs(), tokenizer.stop_tokens()),
     )
 }
 
@@ -136,7 +140,7 @@ impl LocalModel {
         let llama = corrigible_llama::load(&content, &file, config.weights)
             .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
         let guide = Guide::new(&tokenizer, llama.vocab_size())?;
-        let (closers, thought_stops) = closers_and_thought_stops(&tokenizer);
+        let (closers, thought_stops, thought_line_stops) = closers_and_thought_stops(&tokenizer);
         Ok(Self {
             bounds: Bounds {
                 constrain: config.constrain,
@@ -151,6 +155,7 @@ impl LocalModel {
                 load_time: start.elapsed(),
                 closers,
                 thought_stops,
+                thought_line_stops,
                 state: Mutex::new(State {
                     runner: Runner::new(llama),
                     guide,
@@ -248,7 +253,7 @@ impl LocalModel {
         let params = DecodeParams {
             max_tokens,
             stop_tokens: &[],
-            sampler: Sampler::Greedy,
+            sampler: &mut Sampler::Greedy,
             constraint: None,
             ban: None,
             closers: None,
@@ -297,7 +302,7 @@ impl Inner {
         &self,
         prompt: &[u32],
         schema: Option<&Value>,
-        sampler: Sampler,
+        mut sampler: Sampler,
         ban: Option<Ban>,
         max_tokens: usize,
     ) -> Result<Generation, LocalError> {
@@ -309,7 +314,7 @@ impl Inner {
         let params = DecodeParams {
             max_tokens,
             stop_tokens: self.tokenizer.stop_tokens(),
-            sampler,
+            sampler: &mut sampler,
             constraint,
             ban,
             closers: Some(&self.closers),
@@ -338,27 +343,28 @@ impl Inner {
         if think_tokens == 0 {
             return Ok(thinking);
         }
-        let mut decoded =
-            self.decode_thought(&thinking.prompt, think_tokens, &|| self.sampler())?;
+        let mut decoded = self.decode_thought(&thinking.prompt, think_tokens, self.sampler())?;
         thinking.reused = decoded.reused;
-        thinking.spent = decoded.tokens.len();
+        thinking.spent = decoded.generated;
         let mut text = self.tokenizer.decode(&decoded.tokens)?;
         if let Some((correction, rejected)) = rejected {
             let repeats = |text: &str| text.trim() == rejected.trim();
             let mut plan = CorrectionDecoding::new(&self.config, correction);
             while repeats(&text) && plan.next_attempt() {
-                decoded =
-                    self.decode_thought(&thinking.prompt, think_tokens, &|| plan.sampler())?;
-                thinking.spent += decoded.tokens.len();
+                decoded = self.decode_thought(&thinking.prompt, think_tokens, plan.sampler())?;
+                thinking.spent += decoded.generated;
                 text = self.tokenizer.decode(&decoded.tokens)?;
             }
             if repeats(&text) {
                 return Ok(thinking);
             }
         }
-        let Some(reasoning) =
-            crate::thought::reasoning(&text, decoded.tokens.len(), decoded.truncated)
-        else {
+        let Some(reasoning) = crate::thought::reasoning(
+            &text,
+            decoded.generated,
+            decoded.truncated,
+            decoded.recalculated,
+        ) else {
             return Ok(thinking);
         };
         thinking.prompt = self
@@ -368,54 +374,92 @@ impl Inner {
         Ok(thinking)
     }
 
-    /// One thought decoded with the samplers `sampler` makes (one for each stretch between
-    /// braces): its tokens, whether it hit `think_tokens`, and the prompt tokens reused from
-    /// the cache.
+    /// One thought decoded with `sampler`: its tokens, whether it hit `think_tokens`, and the
+    /// prompt tokens reused from the cache. With the thought calculator on, each line is read
+    /// as it is completed, and the first calculation whose value does not hold is rewritten
+    /// with the right value; the model goes on from there. The bound counts every token
+    /// decoded, those a rewrite cut away included.
     fn decode_thought(
         &self,
         tokens: &[u32],
         think_tokens: usize,
-        sampler: &dyn Fn() -> Sampler,
+        mut sampler: Sampler,
     ) -> Result<DecodedThought, LocalError> {
-        let mut thought: Vec<u32> = Vec::new();
-        let mut reused = None;
-        let truncated = loop {
+        let calculator = self.config.thought_calculator;
+        let stops = if calculator {
+            &self.thought_line_stops
+        } else {
+            &self.thought_stops
+        };
+        let mut decoded = DecodedThought::default();
+        let mut checked = 0;
+        loop {
             let params = DecodeParams {
-                max_tokens: think_tokens - thought.len(),
-                stop_tokens: &self.thought_stops,
-                sampler: sampler(),
+                max_tokens: think_tokens.saturating_sub(decoded.generated),
+                stop_tokens: stops,
+                sampler: &mut sampler,
                 constraint: None,
                 ban: None,
                 closers: Some(&[]),
             };
-            let context = [tokens, thought.as_slice()].concat();
+            let context = [tokens, decoded.tokens.as_slice()].concat();
             let generation = self.lock().runner.generate(&context, params)?;
-            reused.get_or_insert(generation.reused);
-            thought.extend(&generation.tokens);
-            if generation.stop == StopReason::MaxTokens {
-                break true;
-            }
-            let Some(brace) = generation
+            decoded.reused.get_or_insert(generation.reused);
+            decoded.generated += generation.tokens.len();
+            decoded.tokens.extend(&generation.tokens);
+            let stop = generation
                 .stop_token
-                .filter(|t| !self.tokenizer.stop_tokens().contains(t))
-            else {
-                break false;
-            };
-            let before = self.tokenizer.decode(&thought)?;
-            let token = self.tokenizer.decode(&[brace])?;
-            if crate::thought::opens_decision(&before, &token) {
-                break false;
+                .filter(|t| !self.tokenizer.stop_tokens().contains(t));
+            let mut ends = generation.stop == StopReason::MaxTokens;
+            decoded.truncated = ends;
+            match stop {
+                None => ends = true,
+                Some(token) if !ends => {
+                    let spelled = self.tokenizer.decode(&[token])?;
+                    let before = self.tokenizer.decode(&decoded.tokens)?;
+                    if spelled.contains('{') && crate::thought::opens_decision(&before, &spelled) {
+                        ends = true;
+                    } else {
+                        decoded.tokens.push(token);
+                        decoded.generated += 1;
+                    }
+                }
+                Some(_) => {}
             }
-            thought.push(brace);
-            if thought.len() >= think_tokens {
-                break true;
+            if calculator && decoded.recalculated.len() < MAX_RECALCULATIONS {
+                let text = self.tokenizer.decode(&decoded.tokens)?;
+                let upto = if ends {
+                    text.len()
+                } else {
+                    text.rfind('\n').map_or(0, |newline| newline + 1)
+                };
+                if let Some(fix) = corrigible::arithmetic::first_wrong_value(&text[..upto], checked)
+                {
+                    decoded.recalculated.push(Recalculation {
+                        expression: fix.claim.expression.clone(),
+                        stated: fix.claim.stated.clone(),
+                        value: fix.value.clone(),
+                    });
+                    decoded.tokens =
+                        self.tokenizer
+                            .encode(&format!("{}{}", &text[..fix.at], fix.value))?;
+                    checked = text[..fix.at].rfind('\n').map_or(0, |newline| newline + 1);
+                    decoded.truncated = decoded.generated >= think_tokens;
+                    if decoded.truncated {
+                        return Ok(decoded);
+                    }
+                    continue;
+                }
+                checked = upto;
             }
-        };
-        Ok(DecodedThought {
-            tokens: thought,
-            truncated,
-            reused,
-        })
+            if ends {
+                return Ok(decoded);
+            }
+            if decoded.generated >= think_tokens {
+                decoded.truncated = true;
+                return Ok(decoded);
+            }
+        }
     }
 
     fn complete(&self, request: &ModelRequest, bounds: Bounds) -> Result<ModelReply, LocalError> {
@@ -629,11 +673,18 @@ struct Thinking {
 }
 
 /// A thought as decoded, before it is read.
+#[derive(Default)]
 struct DecodedThought {
     tokens: Vec<u32>,
+    /// Tokens decoded, those a recalculation cut away included.
+    generated: usize,
     truncated: bool,
     reused: Option<usize>,
+    recalculated: Vec<Recalculation>,
 }
+
+/// The most calculations one thought may have rewritten.
+const MAX_RECALCULATIONS: usize = 16;
 
 /// In a correction round, the rejected reply and its thought: the last assistant turn's.
 fn rejected_thought(request: &ModelRequest) -> Option<(&CorrectionContext, &str)> {

@@ -7,7 +7,7 @@
 //! decoded after it, so a thought cut at its bound still ends in a valid decision. The thought
 //! stays in the conversation: an assistant message's reasoning is shown before its decision.
 
-use corrigible::{Message, Reasoning, Role};
+use corrigible::{Message, Reasoning, Recalculation, Role};
 
 /// Default bound of a thought, in tokens: 0, no thought. Thinking is an opt-in until it is
 /// measured to help (see `docs/thinking.md`).
@@ -30,6 +30,24 @@ pub fn stops<'a>(vocab: impl IntoIterator<Item = (u32, &'a str)>, end_of_turn: &
     stops.sort_unstable();
     stops.dedup();
     stops
+}
+
+/// The [`stops`] and every token whose text holds a newline: where the thought calculator
+/// reads the lines of a thought as they are completed.
+pub fn line_stops<'a>(
+    vocab: impl IntoIterator<Item = (u32, &'a str)> + Clone,
+    end_of_turn: &[u32],
+) -> Vec<u32> {
+    let mut all = stops(vocab.clone(), end_of_turn);
+    all.extend(
+        vocab
+            .into_iter()
+            .filter(|(_, text)| text.contains('\n'))
+            .map(|(id, _)| id),
+    );
+    all.sort_unstable();
+    all.dedup();
+    all
 }
 
 /// Whether `token`, a stop token holding `{`, written after the thought `before`, opens the
@@ -63,14 +81,21 @@ pub fn prefixed(thought: &str, decision: &str) -> String {
     format!("{}\n{decision}", thought.trim())
 }
 
-/// A decoded thought: its text, the tokens it took and whether it hit its bound.
-pub fn reasoning(text: &str, tokens: usize, truncated: bool) -> Option<Reasoning> {
+/// A decoded thought: its text, the tokens it took, whether it hit its bound, and the
+/// calculations the thought calculator rewrote in it.
+pub fn reasoning(
+    text: &str,
+    tokens: usize,
+    truncated: bool,
+    recalculated: Vec<Recalculation>,
+) -> Option<Reasoning> {
     let text = text.trim();
     (!text.is_empty()).then(|| Reasoning {
         text: text.to_string(),
         tokens: Some(tokens as u64),
         truncated,
         blocks: Vec::new(),
+        recalculated,
     })
 }
 
@@ -115,8 +140,8 @@ mod tests {
 
     #[test]
     fn an_empty_thought_is_no_reasoning() {
-        assert_eq!(reasoning(" \n", 2, false), None);
-        let r = reasoning(" 9 * 2 ", 4, true).expect("reasoning");
+        assert_eq!(reasoning(" \n", 2, false, Vec::new()), None);
+        let r = reasoning(" 9 * 2 ", 4, true, Vec::new()).expect("reasoning");
         assert_eq!(
             (r.text.as_str(), r.tokens, r.truncated),
             ("9 * 2", Some(4), true)

@@ -199,3 +199,36 @@ fn a_correction_thought_that_repeats_the_rejected_one_is_not_kept() {
         reply.usage.output_tokens
     );
 }
+
+#[test]
+fn the_thought_calculator_rewrites_a_wrong_value_before_the_model_goes_on() {
+    let copy = "Copy this line exactly, then answer: 17 + 25 = 43";
+    let thought = |calculator: bool| {
+        let m = common::model_with(|c| {
+            c.think_tokens = 40;
+            c.thought_calculator = calculator;
+        })?;
+        let reply = m
+            .complete_blocking(&thinking_request(copy))
+            .expect("answers");
+        decided(&reply);
+        Some(reply.reasoning.expect("the model thought first"))
+    };
+    let Some(checked) = thought(true) else { return };
+    assert_eq!(
+        checked.recalculated,
+        [corrigible::Recalculation {
+            expression: "17 + 25".into(),
+            stated: "43".into(),
+            value: "42".into(),
+        }]
+    );
+    assert!(checked.text.starts_with("17 + 25 = 42"), "{}", checked.text);
+    let unchecked = thought(false).expect("the model loads");
+    assert!(unchecked.recalculated.is_empty());
+    assert!(
+        unchecked.text.starts_with("17 + 25 = 43"),
+        "{}",
+        unchecked.text
+    );
+}

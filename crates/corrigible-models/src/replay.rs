@@ -44,9 +44,26 @@ struct LineSpec {
     #[serde(default)]
     usage: Option<UsageSpec>,
     #[serde(default)]
-    reasoning: Option<String>,
+    reasoning: Option<ReasoningSpec>,
     #[serde(default)]
     delay_ms: u64,
+}
+
+/// A line's reasoning: its text, or the whole record (tokens, cut, recalculations).
+#[derive(Debug, Deserialize)]
+#[serde(untagged)]
+enum ReasoningSpec {
+    Text(String),
+    Record(Reasoning),
+}
+
+impl From<ReasoningSpec> for Reasoning {
+    fn from(spec: ReasoningSpec) -> Self {
+        match spec {
+            ReasoningSpec::Text(text) => Reasoning::text(text),
+            ReasoningSpec::Record(reasoning) => reasoning,
+        }
+    }
 }
 
 #[derive(Debug, Deserialize)]
@@ -86,7 +103,8 @@ enum Outcome {
 /// Each non-blank line is one of `{"text": "…"}`, `{"tool_calls": [{"name": "…",
 /// "arguments": "<string or object>"}]}` or `{"transport_error": "…"}`, optionally with
 /// `"usage": {"input_tokens": N, "output_tokens": N}` and the reasoning the model wrote
-/// before the reply, `"reasoning": "…"`, and the time the call takes, `"delay_ms": N` (a slow
+/// before the reply, `"reasoning": "…"` (or the whole record, `{"text": "…", "tokens": N,
+/// "truncated": bool, "recalculated": [{"expression", "stated", "value"}]}`), and the time the call takes, `"delay_ms": N` (a slow
 /// model, for load and crash tests). String arguments are kept verbatim
 /// (even broken JSON); other values are serialized. Calls without an `"id"` are numbered
 /// `call_1`, `call_2`, … across the file. Once the lines run out, every call is a transport
@@ -218,7 +236,7 @@ fn entry(spec: LineSpec, line: usize, next_id: &mut usize) -> Result<Entry, Repl
             text: spec.text,
             tool_calls,
             usage,
-            reasoning: spec.reasoning.map(Reasoning::text),
+            reasoning: spec.reasoning.map(Reasoning::from),
             ..ModelReply::default()
         }),
         delay,

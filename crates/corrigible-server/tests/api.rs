@@ -31,6 +31,10 @@ async fn post_returns_the_run_report() {
         report["model_calls"][2]["reasoning"]["text"],
         "The calculator computes 2*(3+4)."
     );
+    assert_eq!(
+        report["model_calls"][2]["reasoning"]["recalculated"][0],
+        serde_json::json!({"expression": "3 + 4", "stated": "8", "value": "7"})
+    );
     assert_eq!(report["model_calls"][1]["reasoning"], Value::Null);
     assert_eq!(report["missing"], Value::Null);
     assert_eq!(report["steps"][0]["tool"], "calculator");

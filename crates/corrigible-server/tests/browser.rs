@@ -153,7 +153,15 @@ async fn the_timeline_shows_two_corrections_and_their_total() {
             .await?
             .text()
             .await?;
-        assert_eq!(thought, "thought · reasoning");
+        assert_eq!(thought, "thought · reasoning · 1 recalculated");
+        let fix = client
+            .find(Locator::Css(
+                "#timeline li.model_call details.tl-thought code",
+            ))
+            .await?
+            .prop("textContent")
+            .await?;
+        assert_eq!(fix.as_deref(), Some("3 + 4 = 8 → 7"));
         screenshot(&client, "run.png").await;
 
         client.goto(&server.url("/#/")).await?;

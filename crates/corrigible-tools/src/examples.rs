@@ -28,8 +28,8 @@ fn calculator() -> WorkedExample {
     }
 }
 
-/// A word problem reasoned through in the thought, each quantity written as an expression,
-/// then computed in one calculator call.
+/// A word problem reasoned through in the thought, each calculation written with its result,
+/// then checked in one calculator call.
 fn word_problem() -> WorkedExample {
     WorkedExample {
         request: "A crate holds 12 bottles. A shop gets 7 crates and sells 30 bottles. How many bottles are left?".into(),
@@ -38,7 +38,7 @@ fn word_problem() -> WorkedExample {
             tool: CALCULATOR.into(),
             input: json!({"expression": "7 * 12 - 30"}),
             result: "54".into(),
-            thought: Some("The shop gets 7 crates of 12 bottles: 7 * 12 bottles. It sells 30 of them, so 7 * 12 - 30 bottles are left. The question asks for the bottles left: 7 * 12 - 30.".into()),
+            thought: Some("The shop gets 7 crates of 12 bottles: 7 * 12 = 84 bottles. It sells 30 of them, so 84 - 30 = 54 bottles are left. The calculator checks the whole: 7 * 12 - 30.".into()),
         }],
         answer: "54 bottles are left.".into(),
         thought: Some("The calculator says 7 * 12 - 30 = 54, the bottles left, which is what the question asks.".into()),

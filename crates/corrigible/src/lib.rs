@@ -34,7 +34,8 @@ pub use examples::{ExampleStep, WorkedExample};
 pub use layer::ModelLayer;
 pub use message::{Message, MessageKind, Role, ToolCall};
 pub use model::{
-    Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, ToolSpec, Usage,
+    Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, Recalculation, ToolSpec,
+    Usage,
 };
 pub use policy::{Checks, Limits, Policy, Profile, ToolPolicy};
 pub use stage::{Stage, StageParseError};

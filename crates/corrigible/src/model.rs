@@ -90,6 +90,29 @@ pub struct Reasoning {
     /// with their signatures, Gemini thought signatures), as the provider sent it.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub blocks: Vec<Value>,
+    /// Calculations of the thought that the calculator rewrote while it was decoded (the
+    /// embedded model's thought calculator), in order.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub recalculated: Vec<Recalculation>,
+}
+
+/// A calculation written in a thought whose value did not hold, and the calculator's value
+/// that replaced it before the model went on.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Recalculation {
+    /// The calculation's left side, as written.
+    pub expression: String,
+    /// The value the model wrote.
+    pub stated: String,
+    /// The value written in its place.
+    pub value: String,
+}
+
+impl std::fmt::Display for Recalculation {
+    /// `20 + 80 + 160 = 460 → 260`.
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        write!(f, "{} = {} → {}", self.expression, self.stated, self.value)
+    }
 }
 
 impl Reasoning {

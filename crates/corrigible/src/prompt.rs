@@ -14,12 +14,12 @@ use crate::model::{Protocol, ToolSpec};
 pub const DEFAULT_SYSTEM_TEMPLATE: &str = r#"You are a careful agent. Answer the user's request, calling a tool when one helps.
 {%- if protocol == "json" %}
 {%- if think %}
-First think step by step in plain sentences: what the request asks for, and how to get it from the numbers in the request and the tool results. Write each quantity as an arithmetic expression and do not work out its value yourself: a tool computes it. Then write exactly one JSON object on its own line, in one of two shapes:
+First think step by step in plain sentences: what the request asks for, and how to get it from the numbers in the request and the tool results. Write each calculation with its result, such as `7 * 12 = 84`: a calculator checks every one. Then write exactly one JSON object on its own line, in one of two shapes:
 {%- else %}
 Reply with exactly one JSON object and nothing else, in one of two shapes:
 {%- endif %}
 {"state": "action", "reason": "<why this tool>", "tool": "<tool name>", "tool_input": {<input for the tool>}}
-{"state": "final", "satisfied": true, "final_summary": "<the answer for the user>"}
+{"state": "final", "satisfied": true, "final_summary": "<the answer for the user{% if think %}, in the form the request asks for{% endif %}>"}
 Use "satisfied": false when the request cannot be fulfilled, and say why.
 {%- if tools %}
 Tools:
@@ -175,6 +175,9 @@ mod tests {
         assert!(plain.contains("exactly one JSON object and nothing else"));
         let think = prompt.render_for(Protocol::Json, &[], None, true).unwrap();
         assert!(think.contains("First think step by step"));
+        assert!(think.contains("such as `7 * 12 = 84`: a calculator checks every one"));
+        assert!(think.contains("\"<the answer for the user, in the form the request asks for>\""));
+        assert!(plain.contains("\"<the answer for the user>\""));
         assert!(!think.contains("nothing else"));
     }
 

@@ -94,6 +94,9 @@ pub fn table(report: &BenchReport) -> String {
         let _ = writeln!(out, "  corrections   {}", counts(&c.corrections));
         let _ = writeln!(out, "  repairs       {}", counts(&c.repairs));
         let _ = writeln!(out, "  identical retries {}", c.identical_retries);
+        if c.recalculated > 0 {
+            let _ = writeln!(out, "  recalculated in thoughts {}", c.recalculated);
+        }
         let _ = writeln!(out, "  stop reasons  {}", counts(&c.stop_reasons));
         let _ = writeln!(out, "  unsatisfied   {}", counts(&c.unsatisfied));
         if let Some(f) = &c.faults {

@@ -20,7 +20,7 @@ use tokio::task::JoinHandle;
 /// a satisfied final answer.
 pub const TWO_CORRECTIONS: &str = r#"{"text": "I think the answer is 14", "usage": {"input_tokens": 100, "output_tokens": 8}}
 {"text": "{\"state\":\"action\",\"reason\":\"look it up\",\"tool\":\"abacus\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "usage": {"input_tokens": 120, "output_tokens": 20}}
-{"text": "{\"state\":\"action\",\"reason\":\"compute it\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "reasoning": "The calculator computes 2*(3+4).", "usage": {"input_tokens": 140, "output_tokens": 20}}
+{"text": "{\"state\":\"action\",\"reason\":\"compute it\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "reasoning": {"text": "The calculator computes 2*(3+4).", "recalculated": [{"expression": "3 + 4", "stated": "8", "value": "7"}]}, "usage": {"input_tokens": 140, "output_tokens": 20}}
 {"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"2*(3+4) = 14\"}", "usage": {"input_tokens": 160, "output_tokens": 12}}
 "#;
 

@@ -42,8 +42,8 @@ pub struct Claim {
     pub value: f64,
     /// The value of the left side.
     pub actual: f64,
-    decimals: i32,
-    percent: bool,
+    pub(super) decimals: i32,
+    pub(super) percent: bool,
 }
 
 impl Claim {
@@ -147,7 +147,7 @@ fn same(a: f64, b: f64) -> bool {
 
 /// `text` with LaTeX arithmetic written plainly: `\times` and `\cdot` as `*`, `\div` as `/`,
 /// `\frac{a}{b}` as `(a)/(b)`, `\$` as `$`, and `{,}` as `,`.
-fn normalized(text: &str) -> String {
+pub(super) fn normalized(text: &str) -> String {
     let mut out = text
         .replace("\\times", " * ")
         .replace("\\cdot", " * ")
@@ -173,7 +173,7 @@ fn normalized(text: &str) -> String {
 }
 
 /// The claim whose `=` is at `at` in `chars`, when both sides read unambiguously.
-fn claim_at(chars: &[char], at: usize) -> Option<Claim> {
+pub(super) fn claim_at(chars: &[char], at: usize) -> Option<Claim> {
     let before = at.checked_sub(1).map(|i| chars[i]);
     let after = chars.get(at + 1).copied();
     if before.is_some_and(|c| "=<>!≤≥:~".contains(c)) || matches!(after, Some('=' | '>')) {

@@ -6,7 +6,9 @@ mod expression;
 mod functions;
 mod lexer;
 mod parser;
+mod recompute;
 
 pub use claims::{Claim, claims, slips, wrong_claims};
 pub use expression::{Evaluation, ExpressionError, MAX_EXPRESSION_CHARS, evaluate, evaluate_noted};
 pub use functions::FUNCTIONS;
+pub use recompute::{Recomputed, first_wrong_value};

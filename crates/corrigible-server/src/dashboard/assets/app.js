@@ -255,10 +255,15 @@ const OUTCOME_BADGE = { ok: "ok", rejected: "warn", failed: "bad", circuit_open:
 const BREAKER_BADGE = { closed: "ok", half_open: "warn", open: "bad" };
 
 function thought(reasoning) {
+  const fixes = reasoning.recalculated || [];
   const tokens = reasoning.tokens != null ? fmtNum(reasoning.tokens) + " tokens" : "reasoning";
   return h("details", { class: "tl-thought" },
-    h("summary", { text: "thought · " + tokens + (reasoning.truncated ? " · cut at its bound" : "") }),
-    h("div", { class: "tl-message", text: reasoning.text || "" }));
+    h("summary", { text: "thought · " + tokens + (reasoning.truncated ? " · cut at its bound" : "")
+      + (fixes.length ? " · " + fixes.length + " recalculated" : "") }),
+    h("div", { class: "tl-message", text: reasoning.text || "" }),
+    ...fixes.map((f) => h("div", { class: "tl-line" },
+      h("span", { class: "badge warn", text: "recalculated" }),
+      h("code", { text: f.expression + " = " + f.stated + " → " + f.value }))));
 }
 
 function renderEvent(ev, totals, corrections) {
