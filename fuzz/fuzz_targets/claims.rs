@@ -17,7 +17,7 @@ fuzz_target!(|text: &str| {
     let from = thought.len() % (answer.len() + 1);
     if let Some(fix) = first_wrong_value(answer, from) {
         assert!(answer[fix.at..].starts_with(&fix.claim.stated));
-        let rewritten = format!("{}{}", &answer[..fix.at], fix.value);
+        let rewritten = fix.rewritten(answer);
         assert_eq!(first_wrong_value(&rewritten, fix.at), None, "{rewritten}");
     }
 });

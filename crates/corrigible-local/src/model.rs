@@ -435,15 +435,13 @@ impl Inner {
                 };
                 if let Some(fix) = corrigible::arithmetic::first_wrong_value(&text[..upto], checked)
                 {
+                    decoded.tokens = self.tokenizer.encode(&fix.rewritten(&text))?;
+                    checked = fix.at;
                     decoded.recalculated.push(Recalculation {
-                        expression: fix.claim.expression.clone(),
-                        stated: fix.claim.stated.clone(),
-                        value: fix.value.clone(),
+                        expression: fix.claim.expression,
+                        stated: fix.claim.stated,
+                        value: fix.value,
                     });
-                    decoded.tokens =
-                        self.tokenizer
-                            .encode(&format!("{}{}", &text[..fix.at], fix.value))?;
-                    checked = text[..fix.at].rfind('\n').map_or(0, |newline| newline + 1);
                     decoded.truncated = decoded.generated >= think_tokens;
                     if decoded.truncated {
                         return Ok(decoded);

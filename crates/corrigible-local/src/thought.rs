@@ -20,34 +20,34 @@ pub const SUGGESTED_THINK_TOKENS: usize = 192;
 /// What may end a thought besides its bound: the end of turn and every token whose text holds
 /// `{` (see [`opens_decision`] for which of those do).
 pub fn stops<'a>(vocab: impl IntoIterator<Item = (u32, &'a str)>, end_of_turn: &[u32]) -> Vec<u32> {
-    let mut stops: Vec<u32> = end_of_turn.to_vec();
-    stops.extend(
-        vocab
-            .into_iter()
-            .filter(|(_, text)| text.contains('{'))
-            .map(|(id, _)| id),
-    );
-    stops.sort_unstable();
-    stops.dedup();
-    stops
+    holding(vocab, end_of_turn, &['{'])
 }
 
 /// The [`stops`] and every token whose text holds a newline: where the thought calculator
 /// reads the lines of a thought as they are completed.
 pub fn line_stops<'a>(
-    vocab: impl IntoIterator<Item = (u32, &'a str)> + Clone,
+    vocab: impl IntoIterator<Item = (u32, &'a str)>,
     end_of_turn: &[u32],
 ) -> Vec<u32> {
-    let mut all = stops(vocab.clone(), end_of_turn);
-    all.extend(
+    holding(vocab, end_of_turn, &['{', '\n'])
+}
+
+/// `end_of_turn` and every token whose text holds one of `chars`, sorted.
+fn holding<'a>(
+    vocab: impl IntoIterator<Item = (u32, &'a str)>,
+    end_of_turn: &[u32],
+    chars: &[char],
+) -> Vec<u32> {
+    let mut stops: Vec<u32> = end_of_turn.to_vec();
+    stops.extend(
         vocab
             .into_iter()
-            .filter(|(_, text)| text.contains('\n'))
+            .filter(|(_, text)| text.contains(chars))
             .map(|(id, _)| id),
     );
-    all.sort_unstable();
-    all.dedup();
-    all
+    stops.sort_unstable();
+    stops.dedup();
+    stops
 }
 
 /// Whether `token`, a stop token holding `{`, written after the thought `before`, opens the

@@ -25,6 +25,14 @@ pub struct Recomputed {
     pub value: String,
 }
 
+impl Recomputed {
+    /// `text` up to the stated value, with the right value in its place and nothing after it:
+    /// where the model goes on.
+    pub fn rewritten(&self, text: &str) -> String {
+        format!("{}{}", &text[..self.at], self.value)
+    }
+}
+
 /// The first calculation of `text` that does not hold and can be rewritten, among the lines
 /// that start at or after byte `from` (a line that `from` falls inside counts from its start).
 pub fn first_wrong_value(text: &str, from: usize) -> Option<Recomputed> {
@@ -127,35 +135,30 @@ mod tests {
     use super::*;
 
     fn fixed(text: &str) -> Option<String> {
-        first_wrong_value(text, 0).map(|r| format!("{}{}", &text[..r.at], r.value,))
+        first_wrong_value(text, 0).map(|r| r.rewritten(text))
     }
 
     #[test]
     fn a_wrong_value_is_rewritten_where_it_stands() {
-        assert_eq!(
-            fixed("They have 20 + 80 + 160 = 460 sheep.").as_deref(),
-            Some("They have 20 + 80 + 160 = 260")
-        );
-        assert_eq!(
-            fixed("Cost: $1,200 + $300 = $1,600 in all").as_deref(),
-            Some("Cost: $1,200 + $300 = $1,500")
-        );
-        assert_eq!(
-            fixed("\\[ 12 \\times 4 = 50 \\]").as_deref(),
-            Some("\\[ 12 \\times 4 = 48")
-        );
-        assert_eq!(
-            fixed("\\( 80,000 \\times 1.5 = \\$100,000 \\)").as_deref(),
-            Some("\\( 80,000 \\times 1.5 = \\$120,000")
-        );
-        assert_eq!(
-            fixed("10 / 3 = 3.5 hours").as_deref(),
-            Some("10 / 3 = 3.33")
-        );
-        assert_eq!(
-            fixed("1,000,000 * 3 = 3,000 dollars").as_deref(),
-            Some("1,000,000 * 3 = 3,000,000")
-        );
+        for (text, rewritten) in [
+            (
+                "They have 20 + 80 + 160 = 460 sheep.",
+                "They have 20 + 80 + 160 = 260",
+            ),
+            (
+                "Cost: $1,200 + $300 = $1,600 in all",
+                "Cost: $1,200 + $300 = $1,500",
+            ),
+            ("\\[ 12 \\times 4 = 50 \\]", "\\[ 12 \\times 4 = 48"),
+            (
+                "\\( 80,000 \\times 1.5 = \\$100,000 \\)",
+                "\\( 80,000 \\times 1.5 = \\$120,000",
+            ),
+            ("10 / 3 = 3.5 hours", "10 / 3 = 3.33"),
+            ("1,000,000 * 3 = 3,000 dollars", "1,000,000 * 3 = 3,000,000"),
+        ] {
+            assert_eq!(fixed(text).as_deref(), Some(rewritten), "{text}");
+        }
     }
 
     #[test]
