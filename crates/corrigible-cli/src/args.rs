@@ -70,7 +70,7 @@ pub struct ModelArgs {
     #[arg(long)]
     pub model_path: Option<PathBuf>,
     /// Tokens of free thought the embedded model may write before each decision (default 0:
-    /// it decides at once; 192 is a good bound to try).
+    /// it decides at once; 448 suits word problems).
     #[arg(long)]
     pub think_tokens: Option<usize>,
     /// Leave the embedded model's thought as written: by default each calculation it states
@@ -78,6 +78,11 @@ pub struct ModelArgs {
     /// one before the model goes on.
     #[arg(long)]
     pub no_thought_calculator: bool,
+    /// Keep the embedded model's pre-filled system prompt and examples in memory only: by
+    /// default they are saved under `~/.cache/corrigible/prefixes` and loaded by the next
+    /// process, which then skips pre-filling them.
+    #[arg(long)]
+    pub no_prefix_cache: bool,
 }
 
 /// Tools and where the weather tool reaches Open-Meteo.

@@ -125,6 +125,8 @@ fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)
             config.think_tokens = n;
         }
         config.thought_calculator = !args.no_thought_calculator;
+        config.prefix_cache =
+            (!args.no_prefix_cache).then(corrigible_local::default_prefix_cache_dir);
         let local = LocalModel::load(config)?;
         let name = local.name().to_string();
         // `bare` decodes free text, no thought phase, within a suggested thought's and a

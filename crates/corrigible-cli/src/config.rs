@@ -38,6 +38,10 @@ pub struct FileConfig {
     /// `false` is `--no-thought-calculator`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought_calculator: Option<bool>,
+    /// Whether the embedded model's pre-filled prompt prefix is kept on disk between runs
+    /// (default true); `false` is `--no-prefix-cache`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub prefix_cache: Option<bool>,
     /// The answer rules on top of the profile, as `--grounding`: `values` or `failures`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub grounding: Option<String>,
@@ -327,6 +331,7 @@ mod tests {
             grounding = "failures"
             think_tokens = 64
             thought_calculator = false
+            prefix_cache = false
             [limits]
             max_actions = 4
             max_corrections = 1
@@ -355,6 +360,7 @@ mod tests {
         assert!(!policy.checks.unstated_result && !policy.checks.uncovered_request);
         assert_eq!(config.think_tokens, Some(64));
         assert_eq!(config.thought_calculator, Some(false));
+        assert_eq!(config.prefix_cache, Some(false));
         assert_eq!(policy.limits.max_model_calls, Some(10));
         assert_eq!(policy.max_rejections, 3);
         assert_eq!(policy.retry.backoff.initial(), Duration::from_millis(100));

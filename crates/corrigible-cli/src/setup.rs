@@ -62,6 +62,9 @@ pub fn merge(model: &mut ModelArgs, tools: &mut ToolArgs, file: &FileConfig) {
     if file.thought_calculator == Some(false) {
         model.no_thought_calculator = true;
     }
+    if file.prefix_cache == Some(false) {
+        model.no_prefix_cache = true;
+    }
     if tools.tools.is_none() {
         tools.tools = file.tools.clone();
     }
@@ -113,6 +116,8 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
                 config.think_tokens = n;
             }
             config.thought_calculator = !args.no_thought_calculator;
+            config.prefix_cache =
+                (!args.no_prefix_cache).then(corrigible_local::default_prefix_cache_dir);
             Arc::new(LocalModel::load(config)?)
         }
         ModelSpec::Replay(path) => {

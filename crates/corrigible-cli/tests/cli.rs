@@ -396,3 +396,57 @@ fn a_correct_tip_is_left_alone_by_default_and_sent_back_under_strict() {
     assert!(categories(Some("precise")).is_empty());
     assert_eq!(categories(Some("strict")), vec!["ungrounded_argument"]);
 }
+
+#[test]
+fn a_second_run_loads_the_pre_filled_system_prompt_from_disk() {
+    let model = match corrigible_local::resolve_model_path() {
+        Ok(path) => path,
+        Err(e) if std::env::var_os("CI").is_some() => panic!("{e}"),
+        Err(e) => return eprintln!("skipping: {e}"),
+    };
+    let home = tempfile::tempdir().unwrap();
+    let run = |request: &str, extra: &[&str]| {
+        let out = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+            .args(["run", "--json", "--tools", "calculator"])
+            .args(extra)
+            .arg(request)
+            .env("HOME", home.path())
+            .env("CORRIGIBLE_MODEL", &model)
+            .env("NO_COLOR", "1")
+            .env_remove("CORRIGIBLE_LOG")
+            .env_remove("CORRIGIBLE_CONFIG")
+            .output()
+            .expect("the binary runs");
+        let report: Value = serde_json::from_slice(&out.stdout).unwrap_or_else(|e| {
+            panic!("{e}: {}", String::from_utf8_lossy(&out.stderr));
+        });
+        let first = &report["model_calls"][0];
+        let reused = first["prompt_tokens_reused"]
+            .as_u64()
+            .expect("reports reuse");
+        (reused, first["input_tokens"].as_u64().unwrap_or(0), report)
+    };
+    let store = home.path().join(".cache/corrigible/prefixes");
+    let entries = || std::fs::read_dir(&store).map_or(0, |d| d.count());
+
+    let (reused, _, _) = run("What is 6 * 7?", &["--no-prefix-cache"]);
+    assert_eq!(
+        (reused, entries()),
+        (0, 0),
+        "--no-prefix-cache stores nothing"
+    );
+
+    let (reused, _, cold) = run("What is 6 * 7?", &[]);
+    assert_eq!((reused, entries()), (0, 1));
+
+    let (reused, input, warm) = run("What is 6 * 7?", &[]);
+    assert!(reused > input / 2 && reused < input, "{reused} of {input}");
+    assert_eq!(warm["final_summary"], cold["final_summary"]);
+
+    let (reused, _, _) = run("What is 12 / 4?", &[]);
+    assert!(
+        reused > input / 2,
+        "another request, the same system prompt"
+    );
+    assert_eq!(entries(), 1);
+}

@@ -1,5 +1,7 @@
 //! A key/value cache that grows in place and can be cut back to a prefix.
 
+use std::io::{self, Read, Write};
+
 use half::f16;
 
 /// The keys and values of one attention layer, head after head: the keys (and the values) of
@@ -59,6 +61,37 @@ impl KvCache {
         }
     }
 
+    /// Writes the keys, then the values, of the first `len` positions (at most those held),
+    /// head after head, as little-endian f16: what [`KvCache::read_from`] reads back.
+    pub fn write_to(&self, len: usize, out: &mut impl Write) -> io::Result<()> {
+        let n = len.min(self.len()) * self.head_dim;
+        let mut bytes = Vec::with_capacity(2 * n);
+        for head in self.k.iter().chain(&self.v) {
+            bytes.clear();
+            for x in &head[..n] {
+                bytes.extend_from_slice(&x.to_le_bytes());
+            }
+            out.write_all(&bytes)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces what is held by `len` positions read as [`KvCache::write_to`] wrote them.
+    pub fn read_from(&mut self, len: usize, input: &mut impl Read) -> io::Result<()> {
+        let n = len * self.head_dim;
+        let mut bytes = vec![0u8; 2 * n];
+        for head in self.k.iter_mut().chain(&mut self.v) {
+            input.read_exact(&mut bytes)?;
+            head.clear();
+            head.extend(
+                bytes
+                    .chunks_exact(2)
+                    .map(|b| f16::from_le_bytes([b[0], b[1]])),
+            );
+        }
+        Ok(())
+    }
+
     /// The keys of key/value head `head` at every position held (empty past the last head).
     pub fn keys(&self, head: usize) -> &[f16] {
         self.k.get(head).map_or(&[], Vec::as_slice)
@@ -90,5 +123,27 @@ mod tests {
         assert_eq!(f(c.values(0)), [0.0, 7.0]);
         assert_eq!(f(c.values(1)), [0.5, 8.0]);
         assert!(c.keys(2).is_empty());
+    }
+
+    #[test]
+    fn what_is_written_reads_back_cut_to_the_length_asked() {
+        let mut c = KvCache::new(2, 2);
+        for i in 0..3 {
+            let x = [i as f32, 0.5, -(i as f32), 2.0];
+            c.push(&x, &x.map(|v| v * 10.0));
+        }
+        let mut bytes = Vec::new();
+        c.write_to(2, &mut bytes).expect("write");
+        assert_eq!(bytes.len(), 2 * 2 * 2 * 2 * 2);
+        let mut back = KvCache::new(2, 2);
+        back.read_from(2, &mut bytes.as_slice()).expect("read");
+        c.truncate(2);
+        assert_eq!(back.len(), 2);
+        for h in 0..2 {
+            assert_eq!(back.keys(h), c.keys(h));
+            assert_eq!(back.values(h), c.values(h));
+        }
+        let short = &bytes[..bytes.len() - 1];
+        assert!(KvCache::new(2, 2).read_from(2, &mut &short[..]).is_err());
     }
 }

@@ -33,6 +33,8 @@ mod q8k;
 mod quad;
 mod vector;
 
+use std::io::{self, Read, Write};
+
 use candle_core::Result;
 
 pub use cache::KvCache;
@@ -43,6 +45,9 @@ pub use parallel::inference_threads;
 use embeddings::Embeddings;
 use linear::{Linear, Scratch};
 use vector::{add_assign, rms_norm, rope_halves, rope_interleaved, silu_mul};
+
+/// The first bytes of a file written by [`Llama::save_cache`].
+const CACHE_MAGIC: &[u8; 8] = b"CRGKV\0\0\x01";
 
 struct Layer {
     /// Queries, keys and values stacked.
@@ -172,6 +177,70 @@ impl Llama {
         for layer in &mut self.layers {
             layer.cache.truncate(len);
         }
+    }
+
+    /// Writes the keys and values of the first `len` cached positions (at most those held),
+    /// after a header naming the cache's shape: what [`Llama::load_cache`] reads back into a
+    /// model of the same shape.
+    pub fn save_cache(&self, len: usize, out: &mut impl Write) -> io::Result<()> {
+        let len = len.min(self.cached_len());
+        out.write_all(CACHE_MAGIC)?;
+        for n in [
+            self.layers.len(),
+            self.hyper.n_kv_head,
+            self.hyper.head_dim,
+            len,
+        ] {
+            out.write_all(&(n as u64).to_le_bytes())?;
+        }
+        for layer in &self.layers {
+            layer.cache.write_to(len, out)?;
+        }
+        Ok(())
+    }
+
+    /// Replaces the cache with one written by [`Llama::save_cache`], and returns the positions
+    /// it holds. A cache of another shape, one longer than the context window, or cut short is
+    /// an [`io::ErrorKind::InvalidData`] error, and leaves the cache empty.
+    pub fn load_cache(&mut self, input: &mut impl Read) -> io::Result<usize> {
+        let result = self.read_cache(input);
+        if result.is_err() {
+            self.truncate_cache(0);
+        }
+        result
+    }
+
+    fn read_cache(&mut self, input: &mut impl Read) -> io::Result<usize> {
+        let invalid = |what: String| io::Error::new(io::ErrorKind::InvalidData, what);
+        let mut magic = [0u8; CACHE_MAGIC.len()];
+        input.read_exact(&mut magic)?;
+        if magic != *CACHE_MAGIC {
+            return Err(invalid("not a key/value cache file".into()));
+        }
+        let mut shape = [0usize; 4];
+        for n in &mut shape {
+            let mut word = [0u8; 8];
+            input.read_exact(&mut word)?;
+            *n = usize::try_from(u64::from_le_bytes(word)).unwrap_or(usize::MAX);
+        }
+        let [layers, heads, head_dim, len] = shape;
+        let expected = [self.layers.len(), self.hyper.n_kv_head, self.hyper.head_dim];
+        if [layers, heads, head_dim] != expected {
+            return Err(invalid(format!(
+                "a cache of {layers} layers, {heads} heads of {head_dim}, for a model of {} layers, {} heads of {}",
+                expected[0], expected[1], expected[2]
+            )));
+        }
+        if len > self.hyper.context_length {
+            return Err(invalid(format!(
+                "a cache of {len} positions, past the context window of {}",
+                self.hyper.context_length
+            )));
+        }
+        for layer in &mut self.layers {
+            layer.cache.read_from(len, input)?;
+        }
+        Ok(len)
     }
 
     /// Feeds `tokens` at positions `cached_len()..` and returns the logits after the last one.

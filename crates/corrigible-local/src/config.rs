@@ -79,11 +79,15 @@ pub struct LocalConfig {
     /// written, and a value that does not hold replaced by the right one before the model
     /// goes on (see `docs/thinking.md`).
     pub thought_calculator: bool,
+    /// The directory where the pre-filled keys and values of the prompt's fixed prefix (the
+    /// system prompt and the worked examples) are kept between processes; `None` keeps them in
+    /// memory only (see [`crate::PrefixStore`]).
+    pub prefix_cache: Option<PathBuf>,
 }
 
 impl LocalConfig {
-    /// The defaults for the model at `model_path`: schema-constrained greedy decoding,
-    /// a thought of up to 192 tokens before a decision of up to 256, all cores.
+    /// The defaults for the model at `model_path`: schema-constrained greedy decoding of
+    /// decisions of up to 256 tokens without a thought first, all cores, no prefix store.
     pub fn new(model_path: impl Into<PathBuf>) -> Self {
         Self {
             model_path: model_path.into(),
@@ -97,6 +101,7 @@ impl LocalConfig {
             correction_samples: crate::correction::MAX_RESAMPLES,
             think_tokens: crate::thought::DEFAULT_THINK_TOKENS,
             thought_calculator: true,
+            prefix_cache: None,
         }
     }
 

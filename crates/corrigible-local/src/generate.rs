@@ -5,6 +5,7 @@ use std::time::{Duration, Instant};
 use crate::constraint::Constraint;
 use crate::error::LocalError;
 use crate::loop_guard::{MAX_CUTS, force_close, trailing_loop};
+use crate::prefix_store::PrefixStore;
 use crate::sampler::Sampler;
 use corrigible_llama::Llama;
 
@@ -93,7 +94,8 @@ pub struct Runner {
     cached: Vec<u32>,
 }
 
-fn common_prefix(a: &[u32], b: &[u32]) -> usize {
+/// How many leading tokens `a` and `b` share.
+pub fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
 }
 
@@ -119,6 +121,34 @@ impl Runner {
         logits.extend_from_slice(out);
         self.cached.extend_from_slice(tokens);
         Ok(())
+    }
+
+    /// Makes the cache hold `prefix`: kept when it already does, otherwise loaded from `store`
+    /// or, on a miss, pre-filled and saved there. Returns the positions pre-filled.
+    pub fn warm(&mut self, prefix: &[u32], store: &PrefixStore) -> Result<usize, LocalError> {
+        let held = common_prefix(&self.cached, prefix);
+        if held == prefix.len() {
+            return Ok(0);
+        }
+        let start = Instant::now();
+        if store.load(prefix, &mut self.llama) {
+            self.cached = prefix.to_vec();
+            tracing::debug!(tokens = prefix.len(), elapsed = ?start.elapsed(), "loaded a pre-filled prefix");
+            return Ok(0);
+        }
+        let held = held.min(self.llama.cached_len());
+        self.llama.truncate_cache(held);
+        self.cached.truncate(held);
+        let mut logits = Vec::new();
+        for chunk in prefix[held..].chunks(PREFILL_CHUNK) {
+            if let Err(e) = self.feed(chunk, &mut logits) {
+                self.reset();
+                return Err(e);
+            }
+        }
+        store.save(prefix, &self.llama);
+        tracing::debug!(tokens = prefix.len(), elapsed = ?start.elapsed(), "pre-filled and saved a prefix");
+        Ok(prefix.len() - held)
     }
 
     /// Generates a reply to `prompt`; on any error the cache is dropped.

@@ -5,7 +5,8 @@
 //! JSON decision protocol. A reply is decoded greedily (or sampled with a seed), optionally
 //! constrained token by token to the decision's JSON Schema ([`Constrain`]), and a correction
 //! round reuses the cached keys and values of the prompt prefix it shares with the previous
-//! call. [`LocalConfig`] holds the settings, [`resolve_model_path`] finds the file, and
+//! call; with a [`PrefixStore`], a new process loads the pre-filled system prompt and examples
+//! from disk. [`LocalConfig`] holds the settings, [`resolve_model_path`] finds the file, and
 //! [`bench`] measures prefill and decode speed.
 //! The forward pass, its kernels and thread pool are the `corrigible-llama` crate.
 #![forbid(unsafe_code)]
@@ -21,6 +22,7 @@ mod gguf;
 mod loop_guard;
 mod model;
 mod path;
+mod prefix_store;
 mod sampler;
 mod template;
 mod thought;
@@ -36,8 +38,9 @@ pub use gguf::{check_gguf, read_header};
 pub use model::LocalModel;
 pub use path::{
     DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, KNOWN_MODELS, KnownModel, MODEL_DIR_ENV, MODEL_ENV,
-    local_model_path, model_path_from_env, resolve_model_path,
+    default_prefix_cache_dir, local_model_path, model_path_from_env, resolve_model_path,
 };
+pub use prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 pub use template::{CHATML_TEMPLATE, ChatTemplate};
 pub use thought::{DEFAULT_THINK_TOKENS, SUGGESTED_THINK_TOKENS};
 pub use tokenizer::Tokenizer;

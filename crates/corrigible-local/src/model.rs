@@ -7,8 +7,8 @@ use std::time::{Duration, Instant};
 use async_trait::async_trait;
 use corrigible::decision::with_grounds;
 use corrigible::{
-    Allowed, CorrectionContext, Message, Model, ModelError, ModelReply, ModelRequest, Protocol,
-    Reasoning, Recalculation, Role, Usage,
+    Allowed, CorrectionContext, Message, MessageKind, Model, ModelError, ModelReply, ModelRequest,
+    Protocol, Reasoning, Recalculation, Role, Usage,
 };
 use corrigible_llama::inference_threads;
 use serde_json::Value;
@@ -17,10 +17,14 @@ use crate::config::{Constrain, LocalConfig};
 use crate::constraint::{Guide, StringCaps, constraint_schema, narrowed_schema};
 use crate::correction::CorrectionDecoding;
 use crate::error::LocalError;
-use crate::generate::{Ban, DecodeParams, Generation, Runner, StopReason};
+use crate::generate::{Ban, DecodeParams, Generation, Runner, StopReason, common_prefix};
+use crate::prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 use crate::sampler::Sampler;
 use crate::template::ChatTemplate;
 use crate::tokenizer::Tokenizer;
+
+/// The shortest fixed prefix worth an entry in the prefix store.
+const MIN_STORED_PREFIX: usize = 64;
 
 /// The embedded model: a llama-architecture GGUF file run on the CPU.
 ///
@@ -53,6 +57,8 @@ struct Inner {
     thought_stops: Vec<u32>,
     /// Those and the tokens that end a line, where the thought calculator reads it.
     thought_line_stops: Vec<u32>,
+    /// Where pre-filled prompt prefixes are kept between processes, if anywhere.
+    prefix_store: Option<PrefixStore>,
     state: Mutex<State>,
 }
 
@@ -141,6 +147,11 @@ impl LocalModel {
             .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
         let guide = Guide::new(&tokenizer, llama.vocab_size())?;
         let (closers, thought_stops, thought_line_stops) = closers_and_thought_stops(&tokenizer);
+        let prefix_store = config.prefix_cache.as_ref().and_then(|dir| {
+            PrefixStore::new(dir, &path, config.weights, DEFAULT_PREFIX_STORE_BYTES)
+                .inspect_err(|e| tracing::warn!(error = %e, "no prefix store"))
+                .ok()
+        });
         Ok(Self {
             bounds: Bounds {
                 constrain: config.constrain,
@@ -156,6 +167,7 @@ impl LocalModel {
                 closers,
                 thought_stops,
                 thought_line_stops,
+                prefix_store,
                 state: Mutex::new(State {
                     runner: Runner::new(llama),
                     guide,
@@ -460,6 +472,27 @@ impl Inner {
         }
     }
 
+    /// Makes the cache hold the prompt's fixed prefix, the system prompt and the worked
+    /// examples, from the prefix store when there is one. Returns the positions pre-filled.
+    fn warm(&self, messages: &[Message], tokens: &[u32]) -> Result<usize, LocalError> {
+        let Some(store) = &self.prefix_store else {
+            return Ok(0);
+        };
+        let fixed = messages
+            .iter()
+            .take_while(|m| matches!(m.kind, MessageKind::System | MessageKind::Example))
+            .count();
+        let Ok(text) = self.template.render_turns(&messages[..fixed]) else {
+            return Ok(0);
+        };
+        let prefix = self.tokenizer.encode(&text)?;
+        let len = common_prefix(&prefix, tokens).min(tokens.len().saturating_sub(1));
+        if len < MIN_STORED_PREFIX {
+            return Ok(0);
+        }
+        self.lock().runner.warm(&tokens[..len], store)
+    }
+
     fn complete(&self, request: &ModelRequest, bounds: Bounds) -> Result<ModelReply, LocalError> {
         if request.protocol == Protocol::Native {
             return Err(LocalError::Config(
@@ -474,6 +507,7 @@ impl Inner {
         let prompt = self.template.render(&messages)?;
         let prompt_tokens = self.tokenizer.encode(&prompt)?;
         let input_tokens = prompt_tokens.len();
+        let warmed = self.warm(&messages, &prompt_tokens)?;
         let Thinking {
             prompt: tokens,
             reused,
@@ -506,6 +540,9 @@ impl Inner {
         reply.usage.input_tokens = input_tokens as u64;
         if let Some(reused) = reused {
             reply.prompt_tokens_reused = Some(reused as u64);
+        }
+        if let Some(reused) = &mut reply.prompt_tokens_reused {
+            *reused = reused.saturating_sub(warmed as u64);
         }
         reply.usage.output_tokens += spent as u64;
         reply.reasoning = thought;

@@ -68,10 +68,18 @@ fn model_dir() -> PathBuf {
 }
 
 fn default_model_dir(home: Option<&Path>) -> PathBuf {
+    cache_dir(home).join("models")
+}
+
+fn cache_dir(home: Option<&Path>) -> PathBuf {
     home.unwrap_or(Path::new("."))
         .join(".cache")
         .join("corrigible")
-        .join("models")
+}
+
+/// Where the command line keeps pre-filled prompt prefixes: `~/.cache/corrigible/prefixes`.
+pub fn default_prefix_cache_dir() -> PathBuf {
+    cache_dir(var("HOME").map(PathBuf::from).as_deref()).join("prefixes")
 }
 
 /// The model file to load: [`model_path_from_env`], checked to exist.

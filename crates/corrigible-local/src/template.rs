@@ -72,6 +72,20 @@ impl ChatTemplate {
 
     /// Renders `messages` followed by the opening of the assistant's turn.
     pub fn render(&self, messages: &[Message]) -> Result<String, LocalError> {
+        self.render_with(messages, true)
+    }
+
+    /// Renders `messages` alone, without opening a reply: the text every longer conversation
+    /// that starts with them starts with, for templates that render turn by turn.
+    pub fn render_turns(&self, messages: &[Message]) -> Result<String, LocalError> {
+        self.render_with(messages, false)
+    }
+
+    fn render_with(
+        &self,
+        messages: &[Message],
+        add_generation_prompt: bool,
+    ) -> Result<String, LocalError> {
         let messages: Vec<Value> = messages
             .iter()
             .map(|m| {
@@ -88,7 +102,7 @@ impl ChatTemplate {
         template
             .render(context! {
                 messages => Value::from(messages),
-                add_generation_prompt => true,
+                add_generation_prompt => add_generation_prompt,
                 bos_token => self.bos_token.as_str(),
                 eos_token => self.eos_token.as_str(),
             })
