@@ -20,6 +20,14 @@ pub const DEFAULT_PREFIX_STORE_BYTES: u64 = 1 << 30;
 
 const ENTRY_MAGIC: &[u8; 8] = b"CRGPFX\0\x01";
 const ENTRY_EXTENSION: &str = "kv";
+const PARTIAL_EXTENSION: &str = "partial";
+
+/// Whether a partial entry last written at `written` was left by a process that died.
+fn stale(written: SystemTime) -> bool {
+    written
+        .elapsed()
+        .is_ok_and(|age| age > std::time::Duration::from_secs(3600))
+}
 
 /// A directory of pre-filled prefixes for one model file.
 #[derive(Debug, Clone)]
@@ -127,8 +135,7 @@ impl PrefixStore {
         fs::create_dir_all(&self.dir)?;
         let path = self.entry(tokens);
         let partial = path.with_extension(format!(
-            "{}.{}.partial",
-            ENTRY_EXTENSION,
+            "{ENTRY_EXTENSION}.{}.{PARTIAL_EXTENSION}",
             std::process::id()
         ));
         let result = (|| {
@@ -155,10 +162,12 @@ impl PrefixStore {
         for entry in fs::read_dir(&self.dir)? {
             let entry = entry?;
             let path = entry.path();
-            if path.extension().is_some_and(|e| e == ENTRY_EXTENSION) {
-                let meta = entry.metadata()?;
-                let used = meta.modified().unwrap_or(UNIX_EPOCH);
-                entries.push((used, meta.len(), path));
+            let meta = entry.metadata()?;
+            let used = meta.modified().unwrap_or(UNIX_EPOCH);
+            match path.extension().and_then(|e| e.to_str()) {
+                Some(ENTRY_EXTENSION) => entries.push((used, meta.len(), path)),
+                Some(PARTIAL_EXTENSION) if stale(used) => fs::remove_file(&path)?,
+                _ => {}
             }
         }
         let mut total: u64 = entries.iter().map(|e| e.1).sum();
@@ -251,7 +260,21 @@ mod tests {
                 .expect("mtime");
         }
         std::fs::write(dir.join("notes.txt"), vec![0u8; 1000]).expect("write");
+        let (fresh, dead) = (dir.join("x.kv.1.partial"), dir.join("y.kv.2.partial"));
+        for path in [&fresh, &dead] {
+            std::fs::write(path, b"part").expect("write");
+        }
+        File::options()
+            .write(true)
+            .open(&dead)
+            .expect("open")
+            .set_modified(now - std::time::Duration::from_secs(7200))
+            .expect("mtime");
         s.evict().expect("evict");
+        assert!(
+            fresh.exists() && !dead.exists(),
+            "a partial entry goes after an hour"
+        );
         assert!(!s.entry(&[0]).exists(), "the oldest goes");
         assert!(s.entry(&[1]).exists() && s.entry(&[2]).exists());
         assert!(dir.join("notes.txt").exists(), "other files stay");
