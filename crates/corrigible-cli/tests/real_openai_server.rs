@@ -240,8 +240,10 @@ async fn a_real_openai_compatible_server() {
         }
     }
 
+    // Bounded, so that a forced call whose string never closes ends within a request timeout.
     let options = ProviderOptions {
         base_url: Some(url.clone()),
+        max_output_tokens: Some(256),
         ..ProviderOptions::default()
     };
     let model = OpenAiModel::new("smollm2", options).unwrap_or_else(|e| panic!("{e}"));
