@@ -123,6 +123,19 @@ impl Runner {
         Ok(())
     }
 
+    /// Keeps the first `held` cached positions, which must be `tokens[..held]`, feeds the rest
+    /// of `tokens` a chunk at a time, and returns the logits after the last one (none when
+    /// nothing was fed).
+    fn prefill(&mut self, tokens: &[u32], held: usize) -> Result<Vec<f32>, LocalError> {
+        self.llama.truncate_cache(held);
+        self.cached.truncate(held);
+        let mut logits = Vec::new();
+        for chunk in tokens[held..].chunks(PREFILL_CHUNK) {
+            self.feed(chunk, &mut logits)?;
+        }
+        Ok(logits)
+    }
+
     /// Makes the cache hold `prefix`: kept when it already does, otherwise loaded from `store`
     /// or, on a miss, pre-filled and saved there. Returns the positions pre-filled.
     pub fn warm(&mut self, prefix: &[u32], store: &PrefixStore) -> Result<usize, LocalError> {
@@ -137,14 +150,9 @@ impl Runner {
             return Ok(0);
         }
         let held = held.min(self.llama.cached_len());
-        self.llama.truncate_cache(held);
-        self.cached.truncate(held);
-        let mut logits = Vec::new();
-        for chunk in prefix[held..].chunks(PREFILL_CHUNK) {
-            if let Err(e) = self.feed(chunk, &mut logits) {
-                self.reset();
-                return Err(e);
-            }
+        if let Err(e) = self.prefill(prefix, held) {
+            self.reset();
+            return Err(e);
         }
         store.save(prefix, &self.llama);
         tracing::debug!(tokens = prefix.len(), elapsed = ?start.elapsed(), "pre-filled and saved a prefix");
@@ -181,12 +189,7 @@ impl Runner {
         let start = Instant::now();
         // At least one prompt token is fed, so that there are logits to start from.
         let reused = common_prefix(&self.cached, prompt).min(prompt.len() - 1);
-        self.llama.truncate_cache(reused);
-        self.cached.truncate(reused);
-        let mut logits = Vec::new();
-        for chunk in prompt[reused..].chunks(PREFILL_CHUNK) {
-            self.feed(chunk, &mut logits)?;
-        }
+        let mut logits = self.prefill(prompt, reused)?;
         if logits.is_empty() {
             return Err(LocalError::Inference("empty prefill".into()));
         }
