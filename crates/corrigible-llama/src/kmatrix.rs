@@ -1,6 +1,8 @@
 //! K-quant weight matrices kept in the file's layout, row after row, so that they are read in
 //! place from the mapped file. A kernel reads several rows per pass for one activation vector
-//! (decode), or one row for several vectors (prefill), unpacking each weight block once.
+//! (decode), or four rows for four vectors at a time (prefill), unpacking each weight block
+//! once per pass. On a CPU with AMX, prefill of [`TILE_MIN_VECTORS`] vectors or more goes to
+//! the tile kernels of `ktiles.rs` instead.
 
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -26,6 +28,14 @@ pub(crate) fn prefetch_ahead(at: *const u8, len: usize) {
         _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
     }
 }
+
+/// Vectors from which the AMX kernels, where the CPU has them, take over from the AVX2 ones.
+pub(crate) const TILE_MIN_VECTORS: usize = 8;
+
+/// Weight rows a pre-fill kernel call reads together.
+const PREFILL_ROWS: usize = 4;
+/// Activation vectors a pre-fill kernel call reads together.
+const PREFILL_VECTORS: usize = 4;
 
 /// A K-quant block format.
 pub trait KFormat {
@@ -141,27 +151,46 @@ impl<F: KFormat> KMatrix<F> {
             }
             return;
         }
-        for (r, o) in rows.zip(out.chunks_exact_mut(n)) {
-            let w = [self.row(r)];
-            let mut t = 0;
-            for o in o.chunks_exact_mut(4) {
-                let v = [
-                    x.vector(t),
-                    x.vector(t + 1),
-                    x.vector(t + 2),
-                    x.vector(t + 3),
-                ];
-                let dots = kernel.dot(w, v);
-                for (o, [d]) in o.iter_mut().zip(dots) {
-                    *o = d;
+        let start = rows.start;
+        let mut r = start;
+        while r + PREFILL_ROWS <= rows.end {
+            self.prefill_tile::<PREFILL_ROWS, K>(r, r - start, x, out, kernel);
+            r += PREFILL_ROWS;
+        }
+        for r in r..rows.end {
+            self.prefill_tile::<1, K>(r, r - start, x, out, kernel);
+        }
+    }
+
+    /// Rows `r .. r + RT` times every vector of `x`, into `out` from output row `o`.
+    #[inline]
+    fn prefill_tile<const RT: usize, K: Kernel>(
+        &self,
+        r: usize,
+        o: usize,
+        x: &Q8KVectors,
+        out: &mut [f32],
+        kernel: &K,
+    ) {
+        let n = x.len();
+        let w: [&[u8]; RT] = std::array::from_fn(|k| self.row(r + k));
+        let mut put = |t: usize, dots: &[[f32; RT]]| {
+            for (v, dots) in dots.iter().enumerate() {
+                for (k, &d) in dots.iter().enumerate() {
+                    if let Some(slot) = out.get_mut((o + k) * n + t + v) {
+                        *slot = d;
+                    }
                 }
-                t += 4;
             }
-            for o in o.chunks_exact_mut(4).into_remainder() {
-                let [[d]] = kernel.dot(w, [x.vector(t)]);
-                *o = d;
-                t += 1;
-            }
+        };
+        let mut t = 0;
+        while t + PREFILL_VECTORS <= n {
+            let v: [KAct<'_>; PREFILL_VECTORS] = std::array::from_fn(|i| x.vector(t + i));
+            put(t, &kernel.dot(w, v));
+            t += PREFILL_VECTORS;
+        }
+        for t in t..n {
+            put(t, &kernel.dot(w, [x.vector(t)]));
         }
     }
 }

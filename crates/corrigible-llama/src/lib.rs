@@ -16,11 +16,13 @@
 //! that needs it with a SAFETY note.
 #![deny(missing_docs)]
 
+mod amx;
 mod attention;
 mod cache;
 mod embeddings;
 mod head;
 mod kmatrix;
+mod ktiles;
 mod linear;
 mod load;
 mod mapped;
@@ -31,6 +33,7 @@ mod q6k;
 mod q8;
 mod q8k;
 mod quad;
+mod tiled;
 mod vector;
 
 use std::io::{self, Read, Write};

@@ -289,12 +289,30 @@ fn by_rows(
     by_row.clear();
     by_row.resize(seq * rows, 0.0);
     for_each_piece(by_row, rows, seq, 4, dot_rows);
-    for (r, row) in by_row.chunks_exact(seq).enumerate() {
-        for (t, v) in row.iter().enumerate() {
-            out[t * rows + r] = *v;
+    transpose(by_row, rows, seq, out);
+}
+
+/// Writes the `rows x cols` row-major matrix `from` into `to` as `cols x rows`, a tile of
+/// [`TRANSPOSE_TILE`] square at a time so that both sides stay in the cache.
+fn transpose(from: &[f32], rows: usize, cols: usize, to: &mut [f32]) {
+    if from.len() != rows * cols || to.len() != rows * cols {
+        return;
+    }
+    for r0 in (0..rows).step_by(TRANSPOSE_TILE) {
+        let r1 = (r0 + TRANSPOSE_TILE).min(rows);
+        for c0 in (0..cols).step_by(TRANSPOSE_TILE) {
+            let c1 = (c0 + TRANSPOSE_TILE).min(cols);
+            for r in r0..r1 {
+                for c in c0..c1 {
+                    to[c * rows + r] = from[r * cols + c];
+                }
+            }
         }
     }
 }
+
+/// The side of the square tiles of [`transpose`].
+const TRANSPOSE_TILE: usize = 16;
 
 #[cfg(test)]
 mod tests {
@@ -313,6 +331,27 @@ mod tests {
             GgmlDType::Q8_0 => Part::Q8(Q8Matrix::from_ggml(&bytes, rows, cols).unwrap()),
             _ => Part::Q4(Q4Matrix::from_ggml(&bytes, rows, cols).unwrap()),
         }
+    }
+
+    #[test]
+    fn a_transpose_in_tiles_moves_every_value_once() {
+        for (rows, cols) in [(37, 19), (16, 16), (1, 5), (3, 1)] {
+            let from: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
+            let mut to = vec![-1.0; rows * cols];
+            transpose(&from, rows, cols, &mut to);
+            for r in 0..rows {
+                for c in 0..cols {
+                    assert_eq!(
+                        to[c * rows + r],
+                        from[r * cols + c],
+                        "{rows}x{cols} at {r},{c}"
+                    );
+                }
+            }
+        }
+        let mut untouched = vec![-1.0; 6];
+        transpose(&[1.0; 5], 2, 3, &mut untouched);
+        assert_eq!(untouched, [-1.0; 6]);
     }
 
     #[test]

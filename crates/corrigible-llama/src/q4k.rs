@@ -11,7 +11,9 @@ use std::ops::Range;
 
 use half::f16;
 
-use super::kmatrix::{KFormat, KMatrix, Kernel};
+use super::amx::Amx;
+use super::kmatrix::{KFormat, KMatrix, Kernel, TILE_MIN_VECTORS};
+use super::ktiles::{self, TileFormat};
 use super::q8k::{K_BLOCK, KAct, Q8KVectors};
 
 /// The Q4_K format.
@@ -32,6 +34,12 @@ impl Q4KMatrix {
     /// `out[(r - rows.start) * x.len() + t]` is row `r` times vector `t`. Nothing is written
     /// when the shapes disagree.
     pub fn dot_rows(&self, rows: Range<usize>, x: &Q8KVectors, out: &mut [f32]) {
+        if x.len() >= TILE_MIN_VECTORS
+            && let Some(amx) = Amx::detect()
+            && ktiles::dot_rows(self, rows.clone(), x, out, amx)
+        {
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if let Some(kernel) = avx2::Avx2::detect() {
             self.dot_rows_with(rows, x, out, &kernel);
@@ -104,6 +112,29 @@ fn dot_row(row: &[u8], a: KAct<'_>) -> f32 {
         acc += a.d[b] * (d * sum as f32 - dmin * mins as f32);
     }
     acc
+}
+
+impl TileFormat for Q4K {
+    const SUB: usize = 32;
+
+    fn unpack(block: &[u8], weights: &mut [u8], scales: &mut [(f32, f32)]) {
+        let Some(nibbles) = block.get(16..Q4K::BLOCK_BYTES) else {
+            return;
+        };
+        for (q, w) in nibbles.chunks_exact(32).zip(weights.chunks_exact_mut(64)) {
+            let (lo, hi) = w.split_at_mut(32);
+            for ((&q, lo), hi) in q.iter().zip(lo).zip(hi) {
+                *lo = q & 0x0F;
+                *hi = q >> 4;
+            }
+        }
+        let d = f16::from_le_bytes([block[0], block[1]]).to_f32();
+        let dmin = f16::from_le_bytes([block[2], block[3]]).to_f32();
+        let (sc, m) = scales_mins(&block[4..16]);
+        for ((s, &sc), &m) in scales.iter_mut().zip(&sc).zip(&m) {
+            *s = (d * sc as f32, -dmin * m as f32);
+        }
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -244,12 +275,15 @@ mod tests {
 
     fn check(bytes: Vec<u8>, dense: &[f32], rows: usize, cols: usize) {
         let m = Q4KMatrix::new(Bytes::owned(bytes), rows, cols).expect("matrix");
-        for n in [1, 2, 7] {
+        for n in [1, 2, 7, 19] {
             let x = vectors(n, cols, 40 + n as u64);
             let mut fast = vec![0f32; rows * n];
             m.dot_rows(0..rows, &x, &mut fast);
             let mut portable = vec![0f32; rows * n];
             m.dot_rows_with(0..rows, &x, &mut portable, &Portable);
+            let mut shifted = vec![0f32; (rows - 1) * n];
+            m.dot_rows(1..rows, &x, &mut shifted);
+            assert_eq!(shifted, fast[n..], "rows 1.. of {n} vectors");
             for r in 0..rows {
                 for t in 0..n {
                     let (want, size) = reference(dense, cols, &x, r, t);
@@ -271,6 +305,17 @@ mod tests {
     fn kernels_match_candles_dequantization_on_quantized_weights() {
         let (rows, cols) = (9, 768);
         let (bytes, dense) = candle_blocks(GgmlDType::Q4K, rows, cols, 31);
+        check(bytes, &dense, rows, cols);
+    }
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a minute under Miri, where only the portable path runs"
+    )]
+    fn kernels_match_candles_dequantization_over_several_tiles_of_rows() {
+        let (rows, cols) = (37, 512);
+        let (bytes, dense) = candle_blocks(GgmlDType::Q4K, rows, cols, 35);
         check(bytes, &dense, rows, cols);
     }
 

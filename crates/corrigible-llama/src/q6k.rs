@@ -15,7 +15,9 @@ use std::ops::Range;
 
 use half::f16;
 
-use super::kmatrix::{KFormat, KMatrix, Kernel};
+use super::amx::Amx;
+use super::kmatrix::{KFormat, KMatrix, Kernel, TILE_MIN_VECTORS};
+use super::ktiles::{self, TileFormat};
 use super::q8k::{K_BLOCK, KAct, Q8KVectors};
 
 /// The Q6_K format.
@@ -43,12 +45,44 @@ impl Q6KMatrix {
     /// `out[(r - rows.start) * x.len() + t]` is row `r` times vector `t`. Nothing is written
     /// when the shapes disagree.
     pub fn dot_rows(&self, rows: Range<usize>, x: &Q8KVectors, out: &mut [f32]) {
+        if x.len() >= TILE_MIN_VECTORS
+            && let Some(amx) = Amx::detect()
+            && ktiles::dot_rows(self, rows.clone(), x, out, amx)
+        {
+            return;
+        }
         #[cfg(target_arch = "x86_64")]
         if let Some(kernel) = avx2::Avx2::detect() {
             self.dot_rows_with(rows, x, out, &kernel);
             return;
         }
         self.dot_rows_with(rows, x, out, &Portable);
+    }
+}
+
+impl TileFormat for Q6K {
+    const SUB: usize = 16;
+
+    fn unpack(block: &[u8], weights: &mut [u8], scales: &mut [(f32, f32)]) {
+        if block.len() < Q6K::BLOCK_BYTES || weights.len() < K_BLOCK {
+            return;
+        }
+        for half in 0..2 {
+            let (low, high) = (&block[64 * half..64 * half + 64], &block[QH + 32 * half..]);
+            let w = &mut weights[128 * half..128 * half + 128];
+            for l in 0..32 {
+                let (l0, l1, h) = (low[l], low[32 + l], high[l]);
+                w[l] = (l0 & 0x0F) | ((h & 3) << 4);
+                w[32 + l] = (l1 & 0x0F) | (((h >> 2) & 3) << 4);
+                w[64 + l] = (l0 >> 4) | (((h >> 4) & 3) << 4);
+                w[96 + l] = (l1 >> 4) | (((h >> 6) & 3) << 4);
+            }
+        }
+        let d = f16::from_le_bytes([block[D], block[D + 1]]).to_f32();
+        for (s, &sc) in scales.iter_mut().zip(&block[SCALES..D]) {
+            let scale = d * sc as i8 as f32;
+            *s = (scale, -32.0 * scale);
+        }
     }
 }
 
@@ -252,12 +286,15 @@ mod tests {
 
     fn check(bytes: Vec<u8>, dense: &[f32], rows: usize, cols: usize) {
         let m = Q6KMatrix::new(Bytes::owned(bytes), rows, cols).expect("matrix");
-        for n in [1, 2, 7] {
+        for n in [1, 2, 7, 19] {
             let x = vectors(n, cols, 50 + n as u64);
             let mut fast = vec![0f32; rows * n];
             m.dot_rows(0..rows, &x, &mut fast);
             let mut portable = vec![0f32; rows * n];
             m.dot_rows_with(0..rows, &x, &mut portable, &Portable);
+            let mut shifted = vec![0f32; (rows - 1) * n];
+            m.dot_rows(1..rows, &x, &mut shifted);
+            assert_eq!(shifted, fast[n..], "rows 1.. of {n} vectors");
             for r in 0..rows {
                 for t in 0..n {
                     let (want, size) = reference(dense, cols, &x, r, t);
@@ -279,6 +316,17 @@ mod tests {
     fn kernels_match_candles_dequantization_on_quantized_weights() {
         let (rows, cols) = (9, 768);
         let (bytes, dense) = candle_blocks(GgmlDType::Q6K, rows, cols, 61);
+        check(bytes, &dense, rows, cols);
+    }
+
+    #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a minute under Miri, where only the portable path runs"
+    )]
+    fn kernels_match_candles_dequantization_over_several_tiles_of_rows() {
+        let (rows, cols) = (37, 512);
+        let (bytes, dense) = candle_blocks(GgmlDType::Q6K, rows, cols, 63);
         check(bytes, &dense, rows, cols);
     }
 

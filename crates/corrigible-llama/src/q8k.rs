@@ -2,7 +2,10 @@
 //! blocks of 256 values, each an f32 scale, 256 signed bytes and the sums of its quants by 16
 //! and by 32 (the latter for the minimums of Q4_K).
 
+use std::sync::OnceLock;
+
 use super::quad::MatrixError;
+use super::tiled::TiledQ8K;
 
 /// Values per K-quant block (GGML's `QK_K`).
 pub const K_BLOCK: usize = 256;
@@ -18,6 +21,8 @@ pub struct Q8KVectors {
     sums16: Vec<i16>,
     /// Sums of 32 consecutive quants, 8 per block.
     sums32: Vec<i16>,
+    /// The same vectors laid out for tile products, built by the first kernel that asks.
+    tiled: OnceLock<TiledQ8K>,
 }
 
 /// One quantized vector as the kernels read it.
@@ -51,6 +56,7 @@ impl Q8KVectors {
             return Err(MatrixError::KRowLength(cols));
         }
         self.cols = cols;
+        self.tiled = OnceLock::new();
         let n = x.len() / cols * cols;
         let nb = n / K_BLOCK;
         self.scales.clear();
@@ -90,6 +96,11 @@ impl Q8KVectors {
     /// Values per vector.
     pub fn cols(&self) -> usize {
         self.cols
+    }
+
+    /// The vectors laid out for tile products (built once per quantization).
+    pub(crate) fn tiled(&self) -> &TiledQ8K {
+        self.tiled.get_or_init(|| TiledQ8K::new(self))
     }
 
     /// Vector `i` (empty parts past the last one).

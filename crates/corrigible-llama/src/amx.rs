@@ -1,0 +1,205 @@
+//! Intel AMX tile products for the pre-fill kernels.
+//!
+//! An AMX tile product multiplies 16 rows of unsigned bytes (weights) by a block of signed
+//! bytes laid out four by four (activations, see [`crate::tiled`]) into 16 × 16 exact 32-bit
+//! sums, in one instruction. The CPU must have AMX-INT8, and Linux must grant the process the
+//! tile state (`arch_prctl(ARCH_REQ_XCOMP_PERM)`), asked for once. The surrounding scaling
+//! code needs AVX-512 too. `CORRIGIBLE_NO_AMX=1` turns the tiles off, to compare kernels.
+
+use std::marker::PhantomData;
+
+/// Rows of every tile product (weights) and columns (activation vectors).
+pub(crate) const TILE: usize = 16;
+
+/// Proof that this thread may use AMX tiles: AMX-INT8, AVX-512 (F, BW, VL), FMA and F16C,
+/// and the tile state granted by the kernel.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Amx(());
+
+impl Amx {
+    /// The tiles, when this CPU and kernel offer them and they are not turned off.
+    pub(crate) fn detect() -> Option<Self> {
+        static USABLE: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        USABLE
+            .get_or_init(|| std::env::var_os("CORRIGIBLE_NO_AMX").is_none() && os::enable())
+            .then_some(Amx(()))
+    }
+
+    /// Configures this thread's tiles for products over `k` bytes per weight row (a multiple
+    /// of 4, at most 64), until the value returned is dropped.
+    pub(crate) fn tiles(self, k: usize) -> Option<Tiles> {
+        (k > 0 && k <= 64 && k.is_multiple_of(4)).then(|| os::configure(k))?;
+        Some(Tiles {
+            k,
+            _thread: PhantomData,
+        })
+    }
+}
+
+/// This thread's tiles, configured for products over `k` bytes; released when dropped. One
+/// at a time per thread: a second configuration replaces the first.
+pub(crate) struct Tiles {
+    k: usize,
+    /// Tile state belongs to one thread.
+    _thread: PhantomData<*const ()>,
+}
+
+impl Tiles {
+    /// `c[i][v] = Σ_j a[i * stride + j] * b[4 * (j / 4) * 16 + 4 * v + j % 4]`, for the 16
+    /// weight rows `i` of `k` bytes starting every `stride` bytes of `a`, and `b` holding
+    /// `k / 4` rows of 64 bytes (four consecutive values of each of the 16 vectors). Returns
+    /// false, writing nothing, when `a` or `b` is too short or `stride` shorter than `k`.
+    #[inline]
+    pub(crate) fn product(
+        &self,
+        a: &[u8],
+        stride: usize,
+        b: &[i8],
+        c: &mut [[i32; TILE]; TILE],
+    ) -> bool {
+        if stride < self.k || a.len() < (TILE - 1) * stride + self.k || b.len() < self.k * TILE {
+            return false;
+        }
+        os::product(a, stride, b, c);
+        true
+    }
+}
+
+impl Drop for Tiles {
+    fn drop(&mut self) {
+        os::release();
+    }
+}
+
+#[cfg(all(target_arch = "x86_64", target_os = "linux", not(miri)))]
+#[allow(unsafe_code)]
+mod os {
+    use std::arch::asm;
+    use std::arch::x86_64::{__cpuid, __cpuid_count};
+
+    use super::TILE;
+
+    /// `arch_prctl` code asking for an extended state component.
+    const ARCH_REQ_XCOMP_PERM: libc::c_ulong = 0x1023;
+    /// The extended state component of the tile data.
+    const XFEATURE_XTILEDATA: libc::c_ulong = 18;
+
+    /// Whether the CPU has the features and the kernel granted the tile state.
+    pub(super) fn enable() -> bool {
+        let features = is_x86_feature_detected!("avx512f")
+            && is_x86_feature_detected!("avx512bw")
+            && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c");
+        // Leaf 7, EDX: bit 24 AMX-TILE, bit 25 AMX-INT8.
+        let amx = __cpuid(0).eax >= 7 && (__cpuid_count(7, 0).edx >> 24) & 3 == 3;
+        if !(features && amx) {
+            return false;
+        }
+        // SAFETY: `arch_prctl(ARCH_REQ_XCOMP_PERM, XFEATURE_XTILEDATA)` takes two integers and
+        // only changes which state components the process may use.
+        let granted = unsafe {
+            libc::syscall(
+                libc::SYS_arch_prctl,
+                ARCH_REQ_XCOMP_PERM,
+                XFEATURE_XTILEDATA,
+            )
+        };
+        granted == 0
+    }
+
+    /// Palette 1: tile 0 the sums (16 rows of 64 bytes), tile 1 the weights (16 rows of `k`
+    /// bytes), tile 2 the activations (`k / 4` rows of 64 bytes).
+    #[repr(C, align(64))]
+    struct Config([u8; 64]);
+
+    pub(super) fn configure(k: usize) {
+        let mut config = Config([0; 64]);
+        config.0[0] = 1;
+        let colsb = [4 * TILE, k, 4 * TILE];
+        let rows = [TILE, TILE, k / 4];
+        for t in 0..3 {
+            config.0[16 + 2 * t..18 + 2 * t].copy_from_slice(&(colsb[t] as u16).to_le_bytes());
+            config.0[48 + t] = rows[t] as u8;
+        }
+        // SAFETY: `enable` succeeded (`Tiles` exist only after `Amx::detect`), and the config
+        // is a valid palette-1 layout: 64 aligned bytes, rows at most 16, bytes per row at most
+        // 64.
+        unsafe { asm!("ldtilecfg [{0}]", in(reg) config.0.as_ptr(), options(nostack)) };
+    }
+
+    pub(super) fn product(a: &[u8], stride: usize, b: &[i8], c: &mut [[i32; TILE]; TILE]) {
+        // SAFETY: `Tiles::product` checked that `a` holds 16 rows of `k` bytes `stride` apart
+        // and `b` holds `k / 4` rows of 64 bytes, as configured by `configure` on this thread
+        // (a `Tiles` is not `Send`); `c` is 16 rows of 64 bytes.
+        unsafe {
+            asm!(
+                "tilezero tmm0",
+                "tileloadd tmm1, [{a} + {stride} * 1]",
+                "tileloadd tmm2, [{b} + {b_stride} * 1]",
+                "tdpbusd tmm0, tmm1, tmm2",
+                "tilestored [{c} + {b_stride} * 1], tmm0",
+                a = in(reg) a.as_ptr(),
+                stride = in(reg) stride,
+                b = in(reg) b.as_ptr(),
+                b_stride = in(reg) 4 * TILE,
+                c = in(reg) c.as_mut_ptr(),
+                options(nostack),
+            );
+        }
+    }
+
+    pub(super) fn release() {
+        // SAFETY: releasing the tile state is valid whether or not it is configured.
+        unsafe { asm!("tilerelease", options(nostack)) };
+    }
+}
+
+#[cfg(not(all(target_arch = "x86_64", target_os = "linux", not(miri))))]
+mod os {
+    use super::TILE;
+
+    pub(super) fn enable() -> bool {
+        false
+    }
+
+    pub(super) fn configure(_k: usize) {}
+
+    pub(super) fn product(_a: &[u8], _stride: usize, _b: &[i8], _c: &mut [[i32; TILE]; TILE]) {}
+
+    pub(super) fn release() {}
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_tile_product_is_the_integer_matrix_product() {
+        let Some(amx) = Amx::detect() else {
+            return;
+        };
+        for k in [16, 32, 64] {
+            let stride = k + 8;
+            let a: Vec<u8> = (0..TILE * stride).map(|i| (i * 7 % 251) as u8).collect();
+            let b: Vec<i8> = (0..k * TILE).map(|i| (i * 13 % 255) as u8 as i8).collect();
+            let tiles = amx.tiles(k).expect("tiles");
+            let mut c = [[0; TILE]; TILE];
+            assert!(tiles.product(&a, stride, &b, &mut c));
+            for (i, row) in c.iter().enumerate() {
+                for (v, &got) in row.iter().enumerate() {
+                    let want: i32 = (0..k)
+                        .map(|j| {
+                            a[i * stride + j] as i32 * b[4 * (j / 4) * TILE + 4 * v + j % 4] as i32
+                        })
+                        .sum();
+                    assert_eq!(got, want, "k {k} row {i} vector {v}");
+                }
+            }
+            assert!(!tiles.product(&a[..15 * stride + k - 1], stride, &b, &mut c));
+            assert!(!tiles.product(&a, stride, &b[1..], &mut c));
+            assert!(!tiles.product(&a, k - 4, &b, &mut c));
+        }
+        assert!(amx.tiles(0).is_none() && amx.tiles(66).is_none() && amx.tiles(68).is_none());
+    }
+}
