@@ -293,22 +293,25 @@ fn by_rows(
 }
 
 /// Writes the `rows x cols` row-major matrix `from` into `to` as `cols x rows`, a tile of
-/// [`TRANSPOSE_TILE`] square at a time so that both sides stay in the cache.
+/// [`TRANSPOSE_TILE`] square at a time so that both sides stay in the cache, with the columns
+/// shared among the threads.
 fn transpose(from: &[f32], rows: usize, cols: usize, to: &mut [f32]) {
     if from.len() != rows * cols || to.len() != rows * cols {
         return;
     }
-    for r0 in (0..rows).step_by(TRANSPOSE_TILE) {
-        let r1 = (r0 + TRANSPOSE_TILE).min(rows);
-        for c0 in (0..cols).step_by(TRANSPOSE_TILE) {
-            let c1 = (c0 + TRANSPOSE_TILE).min(cols);
-            for r in r0..r1 {
-                for c in c0..c1 {
-                    to[c * rows + r] = from[r * cols + c];
+    for_each_piece(to, cols, rows, TRANSPOSE_TILE, |columns, to| {
+        for r0 in (0..rows).step_by(TRANSPOSE_TILE) {
+            let r1 = (r0 + TRANSPOSE_TILE).min(rows);
+            for c0 in columns.clone().step_by(TRANSPOSE_TILE) {
+                let c1 = (c0 + TRANSPOSE_TILE).min(columns.end);
+                for r in r0..r1 {
+                    for c in c0..c1 {
+                        to[(c - columns.start) * rows + r] = from[r * cols + c];
+                    }
                 }
             }
         }
-    }
+    });
 }
 
 /// The side of the square tiles of [`transpose`].

@@ -137,9 +137,25 @@ fn quantize_block(x: &[f32], q: &mut [i8]) -> f32 {
     }
     let iscale = -127f32 / max;
     for (q, &v) in q.iter_mut().zip(x) {
-        *q = (iscale * v).round().clamp(-128.0, 127.0) as i8;
+        *q = round_half_away(iscale * v).clamp(-128, 127) as i8;
     }
     1.0 / iscale
+}
+
+/// `y.round()` as an integer for `|y|` well below 2^31 (and 0 for NaN), in operations that
+/// vectorize: the truncation is exact, and so is the fraction left, since `y` and its
+/// truncation are within a factor of two of each other.
+#[inline(always)]
+fn round_half_away(y: f32) -> i32 {
+    let t = y as i32;
+    let frac = y - t as f32;
+    if frac >= 0.5 {
+        t + 1
+    } else if frac <= -0.5 {
+        t - 1
+    } else {
+        t
+    }
 }
 
 #[cfg(test)]
@@ -148,6 +164,28 @@ mod tests {
     use super::*;
     use candle_core::quantized::{GgmlDType, QTensor};
     use candle_core::{Device, Tensor};
+
+    #[test]
+    fn rounding_is_half_away_from_zero_as_rounds() {
+        let mut ys: Vec<f32> = (-2600..=2600).map(|i| i as f32 / 20.0).collect();
+        ys.extend([
+            0.49999997,
+            -0.49999997,
+            0.5,
+            -0.5,
+            1.5,
+            -2.5,
+            126.5,
+            -127.5,
+            f32::MIN_POSITIVE,
+            -0.0,
+        ]);
+        ys.extend(noise(1000, 5).iter().map(|v| v * 130.0));
+        for y in ys {
+            assert_eq!(round_half_away(y), y.round() as i32, "{y}");
+        }
+        assert_eq!(round_half_away(f32::NAN), 0);
+    }
 
     #[test]
     fn blocks_are_candles_q8k() {
