@@ -1,4 +1,4 @@
-//! K-quant matrices times two or more activation vectors on AMX tiles: 16 weight rows and 16
+//! K-quant matrices times several activation vectors on AMX tiles: 16 weight rows and 16
 //! vectors per tile product, one product per sub-block, the products scaled and summed 16
 //! vectors at a time with AVX-512. Each block of 16 rows is unpacked to one byte per weight
 //! once, for every group of 16 vectors.
@@ -43,14 +43,19 @@ pub(crate) fn dot_rows<F: TileFormat>(
         return false;
     };
     #[cfg(target_arch = "x86_64")]
-    // SAFETY: an `Amx` exists only on a CPU with AVX-512 F, BW and VL, FMA and F16C.
-    #[allow(unsafe_code)]
-    unsafe {
-        avx512::product(m, rows, x.tiled(), out, &tiles)
-    };
+    {
+        // SAFETY: an `Amx` exists only on a CPU with AVX-512 F, BW and VL, FMA and F16C.
+        #[allow(unsafe_code)]
+        unsafe {
+            avx512::product(m, rows, x.tiled(), out, &tiles)
+        };
+        true
+    }
     #[cfg(not(target_arch = "x86_64"))]
-    let _ = tiles;
-    true
+    {
+        let _ = (tiles, out);
+        false
+    }
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -118,12 +123,14 @@ mod avx512 {
                     let mut sum = [_mm512_setzero_ps(); TILE];
                     for s in 0..subs {
                         let slice = s * F::SUB / 16 * SLICE_BYTES;
-                        tiles.product(
+                        // The slices hold the 16 rows and the activations whatever `s` is.
+                        let done = tiles.product(
                             &weights[F::SUB * s..],
                             K_BLOCK,
                             &y.quants[slice..],
                             &mut sums,
                         );
+                        debug_assert!(done);
                         let ys = by.get(s).map_or(_mm512_setzero_ps(), |v| load(v));
                         for i in 0..TILE {
                             // SAFETY: a row of `sums` holds 16 i32; unaligned load.
