@@ -22,10 +22,17 @@ const PREFETCH_AHEAD: usize = 4096;
 #[inline]
 #[target_feature(enable = "sse")]
 pub(crate) fn prefetch_ahead(at: *const u8, len: usize) {
+    prefetch(at.wrapping_add(PREFETCH_AHEAD), len);
+}
+
+/// Asks the CPU to bring the `len` bytes at `at` into its caches; any address will do.
+#[cfg(target_arch = "x86_64")]
+#[inline]
+#[target_feature(enable = "sse")]
+pub(crate) fn prefetch(at: *const u8, len: usize) {
     use std::arch::x86_64::{_MM_HINT_T0, _mm_prefetch};
-    let ahead = at.wrapping_add(PREFETCH_AHEAD);
     for line in (0..len).step_by(64) {
-        _mm_prefetch::<_MM_HINT_T0>(ahead.wrapping_add(line).cast());
+        _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(line).cast());
     }
 }
 

@@ -66,6 +66,7 @@ mod avx512 {
 
     use super::{K_BLOCK, KMatrix, TILE, TileFormat};
     use crate::amx::Tiles;
+    use crate::kmatrix::prefetch;
     use crate::tiled::{SLICE_BYTES, TiledQ8K};
 
     /// 16 lanes from `x`.
@@ -106,6 +107,14 @@ mod avx512 {
                                 .get(b * F::BLOCK_BYTES..(b + 1) * F::BLOCK_BYTES)
                         })
                         .flatten();
+                    if let Some(block) = block {
+                        // The weight rows are read once, 16 at a time: ask for the row's
+                        // block after next while this one is unpacked.
+                        prefetch(
+                            block.as_ptr().wrapping_add(2 * F::BLOCK_BYTES),
+                            F::BLOCK_BYTES,
+                        );
+                    }
                     row_scales.fill((0.0, 0.0));
                     match block {
                         Some(block) => F::unpack(block, w, &mut row_scales[..subs]),
