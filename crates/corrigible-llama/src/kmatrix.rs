@@ -1,8 +1,8 @@
 //! K-quant weight matrices kept in the file's layout, row after row, so that they are read in
 //! place from the mapped file. A kernel reads several rows per pass for one activation vector
 //! (decode), or four rows for four vectors at a time (prefill), unpacking each weight block
-//! once per pass. On a CPU with AMX, prefill of [`TILE_MIN_VECTORS`] vectors or more goes to
-//! the tile kernels of `ktiles.rs` instead.
+//! once per pass. On a CPU with AMX, prefill of several vectors goes to the tile kernels of
+//! `ktiles.rs` instead (`ktiles::TILE_MIN_VECTORS`).
 
 use std::marker::PhantomData;
 use std::ops::Range;
@@ -35,9 +35,6 @@ pub(crate) fn prefetch(at: *const u8, len: usize) {
         _mm_prefetch::<_MM_HINT_T0>(at.wrapping_add(line).cast());
     }
 }
-
-/// Vectors from which the AMX kernels, where the CPU has them, take over from the AVX2 ones.
-pub(crate) const TILE_MIN_VECTORS: usize = 8;
 
 /// Weight rows a pre-fill kernel call reads together.
 const PREFILL_ROWS: usize = 4;

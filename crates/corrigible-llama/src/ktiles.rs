@@ -20,17 +20,22 @@ pub(crate) trait TileFormat: KFormat {
     fn unpack(block: &[u8], weights: &mut [u8], scales: &mut [(f32, f32)]);
 }
 
+/// Vectors from which the tile kernels, where the CPU has them, take over from the AVX2 ones.
+pub(crate) const TILE_MIN_VECTORS: usize = 8;
+
 /// Rows `rows` of `m` times every vector of `x` into `out`, row-major by weight row, as the
-/// other kernels; false, writing nothing, when the shapes disagree or the tiles cannot be
-/// configured.
+/// other kernels; false, writing nothing, when `x` holds fewer than [`TILE_MIN_VECTORS`], the
+/// CPU offers no tiles or the shapes disagree, so that the caller's other kernels run.
 pub(crate) fn dot_rows<F: TileFormat>(
     m: &KMatrix<F>,
     rows: Range<usize>,
     x: &Q8KVectors,
     out: &mut [f32],
-    amx: Amx,
 ) -> bool {
-    if x.len() == 0
+    let Some(amx) = Amx::detect() else {
+        return false;
+    };
+    if x.len() < TILE_MIN_VECTORS
         || x.cols() != m.cols()
         || rows.start > rows.end
         || rows.end > m.rows()

@@ -11,8 +11,7 @@ use std::ops::Range;
 
 use half::f16;
 
-use super::amx::Amx;
-use super::kmatrix::{KFormat, KMatrix, Kernel, TILE_MIN_VECTORS};
+use super::kmatrix::{KFormat, KMatrix, Kernel};
 use super::ktiles::{self, TileFormat};
 use super::q8k::{K_BLOCK, KAct, Q8KVectors};
 
@@ -34,10 +33,7 @@ impl Q4KMatrix {
     /// `out[(r - rows.start) * x.len() + t]` is row `r` times vector `t`. Nothing is written
     /// when the shapes disagree.
     pub fn dot_rows(&self, rows: Range<usize>, x: &Q8KVectors, out: &mut [f32]) {
-        if x.len() >= TILE_MIN_VECTORS
-            && let Some(amx) = Amx::detect()
-            && ktiles::dot_rows(self, rows.clone(), x, out, amx)
-        {
+        if ktiles::dot_rows(self, rows.clone(), x, out) {
             return;
         }
         #[cfg(target_arch = "x86_64")]
