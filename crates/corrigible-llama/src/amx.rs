@@ -4,15 +4,16 @@
 //! bytes laid out four by four (activations, see [`crate::tiled`]) into 16 × 16 exact 32-bit
 //! sums, in one instruction. The CPU must have AMX-INT8, and Linux must grant the process the
 //! tile state (`arch_prctl(ARCH_REQ_XCOMP_PERM)`), asked for once. The surrounding scaling
-//! code needs AVX-512 too. `CORRIGIBLE_NO_AMX=1` turns the tiles off, to compare kernels.
+//! code needs AVX-512 (with VNNI, which every CPU with AMX has) too. `CORRIGIBLE_NO_AMX=1`
+//! turns the tiles off, to compare kernels.
 
 use std::marker::PhantomData;
 
 /// Rows of every tile product (weights) and columns (activation vectors).
 pub(crate) const TILE: usize = 16;
 
-/// Proof that this process may use AMX tiles: the CPU has AMX-INT8, AVX-512 (F, BW, VL), FMA
-/// and F16C, and Linux granted the process the tile state.
+/// Proof that this process may use AMX tiles: the CPU has AMX-INT8, AVX-512 (F, BW, VL,
+/// VNNI), FMA and F16C, and Linux granted the process the tile state.
 #[derive(Debug, Clone, Copy)]
 pub(crate) struct Amx(());
 
@@ -89,6 +90,7 @@ mod os {
         let features = is_x86_feature_detected!("avx512f")
             && is_x86_feature_detected!("avx512bw")
             && is_x86_feature_detected!("avx512vl")
+            && is_x86_feature_detected!("avx512vnni")
             && is_x86_feature_detected!("fma")
             && is_x86_feature_detected!("f16c");
         // Leaf 7, EDX: bit 24 AMX-TILE, bit 25 AMX-INT8.

@@ -1,13 +1,18 @@
-//! K-quant matrices times several activation vectors on AMX tiles: 16 weight rows and 16
+//! K-quant matrices times several activation vectors in tiles: 16 weight rows and 16
 //! vectors per tile product, one product per sub-block, the products scaled and summed 16
 //! vectors at a time with AVX-512. Each block of 16 rows is unpacked to one byte per weight
-//! once, for every group of 16 vectors.
+//! once, for every group of 16 vectors. The products run on AMX tiles where the CPU has them,
+//! else on AVX-512 VNNI (`vnni.rs`).
 
 use std::ops::Range;
 
 use super::amx::{Amx, TILE};
 use super::kmatrix::{KFormat, KMatrix};
 use super::q8k::{K_BLOCK, Q8KVectors};
+use super::vnni::Vnni;
+
+#[cfg(target_arch = "x86_64")]
+pub(crate) use avx512::TileProduct;
 
 /// A K-quant format whose blocks unpack to unsigned byte weights in sub-blocks.
 pub(crate) trait TileFormat: KFormat {
@@ -32,9 +37,6 @@ pub(crate) fn dot_rows<F: TileFormat>(
     x: &Q8KVectors,
     out: &mut [f32],
 ) -> bool {
-    let Some(amx) = Amx::detect() else {
-        return false;
-    };
     if x.len() < TILE_MIN_VECTORS
         || x.cols() != m.cols()
         || rows.start > rows.end
@@ -44,23 +46,97 @@ pub(crate) fn dot_rows<F: TileFormat>(
     {
         return false;
     }
-    let Some(tiles) = amx.tiles(F::SUB) else {
-        return false;
-    };
-    #[cfg(target_arch = "x86_64")]
-    {
-        // SAFETY: an `Amx` exists only on a CPU with AVX-512 F, BW and VL, FMA and F16C.
-        #[allow(unsafe_code)]
-        unsafe {
-            avx512::product(m, rows, x.tiled(), out, &tiles)
-        };
-        true
-    }
-    #[cfg(not(target_arch = "x86_64"))]
-    {
-        let _ = (tiles, out);
+    if let Some(tiles) = Amx::detect().and_then(|amx| amx.tiles(F::SUB)) {
+        run(m, rows, x, Out::ByRow(out), &tiles)
+    } else if let Some(tiles) = Vnni::detect().and_then(|vnni| vnni.tiles(F::SUB)) {
+        run(m, rows, x, Out::ByRow(out), &tiles)
+    } else {
         false
     }
+}
+
+/// Whether this CPU runs the tile kernels (AMX, or AVX-512 VNNI) for a format of `SUB`
+/// weights per sub-block.
+pub(crate) fn available<F: TileFormat>() -> bool {
+    Amx::detect().is_some_and(|amx| amx.tiles(F::SUB).is_some())
+        || Vnni::detect().is_some_and(|vnni| vnni.tiles(F::SUB).is_some())
+}
+
+/// Every row of `m` times the vectors `tokens` of `x` into `out`, by vector: row `r` times
+/// vector `t` goes to `out[(t - tokens.start) * stride + r]`, so that a caller can write
+/// stacked matrices side by side and split the vectors among threads. `tokens.start` must be
+/// a multiple of 16. False, writing nothing, when the CPU offers no tiles or the shapes
+/// disagree.
+pub(crate) fn dot_tokens<F: TileFormat>(
+    m: &KMatrix<F>,
+    tokens: Range<usize>,
+    x: &Q8KVectors,
+    out: &mut [f32],
+    stride: usize,
+) -> bool {
+    if x.cols() != m.cols()
+        || tokens.is_empty()
+        || tokens.end > x.len()
+        || !tokens.start.is_multiple_of(TILE)
+        || stride < m.rows()
+        || out.len() < (tokens.len() - 1) * stride + m.rows()
+        || K_BLOCK / F::SUB > TILE
+    {
+        return false;
+    }
+    let out = Out::ByToken {
+        out,
+        stride,
+        tokens,
+    };
+    if let Some(tiles) = Amx::detect().and_then(|amx| amx.tiles(F::SUB)) {
+        run(m, 0..m.rows(), x, out, &tiles)
+    } else if let Some(tiles) = Vnni::detect().and_then(|vnni| vnni.tiles(F::SUB)) {
+        run(m, 0..m.rows(), x, out, &tiles)
+    } else {
+        false
+    }
+}
+
+/// Where the tile kernel writes its dot products.
+enum Out<'a> {
+    /// Row-major by weight row, every vector.
+    ByRow(&'a mut [f32]),
+    /// By vector, `stride` apart, the vectors `tokens` only.
+    ByToken {
+        out: &'a mut [f32],
+        stride: usize,
+        tokens: Range<usize>,
+    },
+}
+
+/// The kernel around the products of `tiles`; the shapes are checked.
+#[cfg(target_arch = "x86_64")]
+fn run<F: TileFormat, P: TileProduct>(
+    m: &KMatrix<F>,
+    rows: Range<usize>,
+    x: &Q8KVectors,
+    out: Out<'_>,
+    tiles: &P,
+) -> bool {
+    // SAFETY: `Amx` and `Vnni`, of which `tiles` is made, exist only on a CPU with AVX-512
+    // F, BW, VL and VNNI, FMA and F16C.
+    #[allow(unsafe_code)]
+    unsafe {
+        avx512::product(m, rows, x.tiled(), out, tiles)
+    };
+    true
+}
+
+#[cfg(not(target_arch = "x86_64"))]
+fn run<F: TileFormat, P>(
+    _m: &KMatrix<F>,
+    _rows: Range<usize>,
+    _x: &Q8KVectors,
+    _out: Out<'_>,
+    _tiles: &P,
+) -> bool {
+    false
 }
 
 #[cfg(target_arch = "x86_64")]
@@ -69,10 +145,61 @@ mod avx512 {
     use std::arch::x86_64::*;
     use std::ops::Range;
 
-    use super::{K_BLOCK, KMatrix, TILE, TileFormat};
+    use super::{K_BLOCK, KMatrix, Out, TILE, TileFormat};
     use crate::amx::Tiles;
     use crate::kmatrix::prefetch;
     use crate::tiled::{SLICE_BYTES, TiledQ8K};
+
+    /// 16 weight rows of one sub-block times 16 activation vectors, scaled and added up.
+    pub(crate) trait TileProduct {
+        /// For each weight row `i` and vector lane `v`: `sum[i][v] += scale[i] * Σ_j
+        /// a[i * stride + j] * b[4 * (j / 4) * 16 + 4 * v + j % 4] + offset[i] * ys[v]`, over
+        /// the sub-block's bytes `j`, the integer sums exact. False, changing nothing, when `a`
+        /// or `b` is too short.
+        ///
+        /// # Safety
+        /// The CPU has AVX-512 F, BW, VL and VNNI, FMA and F16C (as it does wherever a value
+        /// of the implementing type exists).
+        #[allow(clippy::too_many_arguments)]
+        unsafe fn accumulate(
+            &self,
+            a: &[u8],
+            stride: usize,
+            b: &[i8],
+            scale: &[f32; TILE],
+            offset: &[f32; TILE],
+            ys: __m512,
+            sum: &mut [__m512; TILE],
+        ) -> bool;
+    }
+
+    impl TileProduct for Tiles {
+        #[inline]
+        #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
+        unsafe fn accumulate(
+            &self,
+            a: &[u8],
+            stride: usize,
+            b: &[i8],
+            scale: &[f32; TILE],
+            offset: &[f32; TILE],
+            ys: __m512,
+            sum: &mut [__m512; TILE],
+        ) -> bool {
+            let mut sums = [[0i32; TILE]; TILE];
+            if !self.product(a, stride, b, &mut sums) {
+                return false;
+            }
+            for (i, sum) in sum.iter_mut().enumerate() {
+                // SAFETY: a row of `sums` holds 16 i32; unaligned load.
+                let c = unsafe { _mm512_loadu_si512(sums[i].as_ptr().cast()) };
+                let c = _mm512_cvtepi32_ps(c);
+                *sum = _mm512_fmadd_ps(c, _mm512_set1_ps(scale[i]), *sum);
+                *sum = _mm512_fmadd_ps(ys, _mm512_set1_ps(offset[i]), *sum);
+            }
+            true
+        }
+    }
 
     /// 16 lanes from `x`.
     #[inline]
@@ -82,23 +209,26 @@ mod avx512 {
         unsafe { _mm512_loadu_ps(x.as_ptr()) }
     }
 
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,fma,f16c")]
-    pub(super) fn product<F: TileFormat>(
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
+    pub(super) fn product<F: TileFormat, P: TileProduct>(
         m: &KMatrix<F>,
         rows: Range<usize>,
         x: &TiledQ8K,
-        out: &mut [f32],
-        tiles: &Tiles,
+        mut out: Out<'_>,
+        tiles: &P,
     ) {
         let n = x.len();
+        let groups = match &out {
+            Out::ByRow(_) => 0..x.groups(),
+            Out::ByToken { tokens, .. } => tokens.start / TILE..tokens.end.div_ceil(TILE),
+        };
         let subs = K_BLOCK / F::SUB;
         let mut weights = [0u8; TILE * K_BLOCK];
-        let mut sums = [[0i32; TILE]; TILE];
         let mut row_scales = [(0f32, 0f32); TILE];
         // Per sub-block and weight row: the scale and the offset.
         let mut scale = [[0f32; TILE]; TILE];
         let mut offset = [[0f32; TILE]; TILE];
-        let mut acc = vec![[[0f32; TILE]; TILE]; x.groups()];
+        let mut acc = vec![[[0f32; TILE]; TILE]; groups.len()];
         let mut r0 = rows.start;
         while r0 < rows.end {
             let live = (rows.end - r0).min(TILE);
@@ -129,7 +259,7 @@ mod avx512 {
                         (scale[s][i], offset[s][i]) = row_scales[s];
                     }
                 }
-                for (g, acc) in acc.iter_mut().enumerate() {
+                for (g, acc) in groups.clone().zip(acc.iter_mut()) {
                     let Some(y) = x.block(g, b) else {
                         continue;
                     };
@@ -137,22 +267,21 @@ mod avx512 {
                     let mut sum = [_mm512_setzero_ps(); TILE];
                     for s in 0..subs {
                         let slice = s * F::SUB / 16 * SLICE_BYTES;
-                        // The slices hold the 16 rows and the activations whatever `s` is.
-                        let done = tiles.product(
-                            &weights[F::SUB * s..],
-                            K_BLOCK,
-                            &y.quants[slice..],
-                            &mut sums,
-                        );
-                        debug_assert!(done);
                         let ys = by.get(s).map_or(_mm512_setzero_ps(), |v| load(v));
-                        for i in 0..TILE {
-                            // SAFETY: a row of `sums` holds 16 i32; unaligned load.
-                            let c = unsafe { _mm512_loadu_si512(sums[i].as_ptr().cast()) };
-                            let c = _mm512_cvtepi32_ps(c);
-                            sum[i] = _mm512_fmadd_ps(c, _mm512_set1_ps(scale[s][i]), sum[i]);
-                            sum[i] = _mm512_fmadd_ps(ys, _mm512_set1_ps(offset[s][i]), sum[i]);
-                        }
+                        // SAFETY: `tiles` exists, so the CPU has the features; the slices hold
+                        // the 16 rows and the activations whatever `s` is.
+                        let done = unsafe {
+                            tiles.accumulate(
+                                &weights[F::SUB * s..],
+                                K_BLOCK,
+                                &y.quants[slice..],
+                                &scale[s],
+                                &offset[s],
+                                ys,
+                                &mut sum,
+                            )
+                        };
+                        debug_assert!(done);
                     }
                     let dy = load(y.d);
                     for (acc, sum) in acc.iter_mut().zip(sum) {
@@ -162,10 +291,28 @@ mod avx512 {
                     }
                 }
             }
-            let done = &mut out[(r0 - rows.start) * n..(r0 - rows.start + live) * n];
-            for (i, o) in done.chunks_exact_mut(n).enumerate() {
-                for (t, o) in o.iter_mut().enumerate() {
-                    *o = acc[t / TILE][i][t % TILE];
+            match &mut out {
+                Out::ByRow(out) => {
+                    let done = &mut out[(r0 - rows.start) * n..(r0 - rows.start + live) * n];
+                    for (i, o) in done.chunks_exact_mut(n).enumerate() {
+                        for (t, o) in o.iter_mut().enumerate() {
+                            *o = acc[t / TILE][i][t % TILE];
+                        }
+                    }
+                }
+                Out::ByToken {
+                    out,
+                    stride,
+                    tokens,
+                } => {
+                    let first = groups.start * TILE;
+                    for t in tokens.clone() {
+                        let at = (t - tokens.start) * *stride + r0 - rows.start;
+                        let lane = &acc[(t - first) / TILE];
+                        for (o, row) in out[at..at + live].iter_mut().zip(lane) {
+                            *o = row[(t - first) % TILE];
+                        }
+                    }
                 }
             }
             r0 += live;

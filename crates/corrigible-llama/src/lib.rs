@@ -35,6 +35,7 @@ mod q8k;
 mod quad;
 mod tiled;
 mod vector;
+mod vnni;
 
 use std::io::{self, Read, Write};
 
