@@ -5,11 +5,13 @@ use candle_core::{Device, Module, Result, Tensor};
 
 use std::ops::Range;
 
+use super::amx::TILE;
+use super::ktiles;
 use super::mapped::Stored;
-use super::parallel::for_each_piece;
+use super::parallel::{for_each_piece, inference_threads};
 use super::q4::Q4Matrix;
-use super::q4k::Q4KMatrix;
-use super::q6k::Q6KMatrix;
+use super::q4k::{Q4K, Q4KMatrix};
+use super::q6k::{Q6K, Q6KMatrix};
 use super::q8::{Q8Matrix, Q8Vectors};
 use super::q8k::Q8KVectors;
 
@@ -87,6 +89,30 @@ impl Part {
         match self {
             Part::Q4K(m) => m.is_mapped(),
             Part::Q6K(m) => m.is_mapped(),
+            Part::Q8(_) | Part::Q4(_) => false,
+        }
+    }
+
+    /// Whether [`Part::dot_tokens`] runs here.
+    fn by_tokens(&self) -> bool {
+        match self {
+            Part::Q4K(_) => ktiles::available::<Q4K>(),
+            Part::Q6K(_) => ktiles::available::<Q6K>(),
+            Part::Q8(_) | Part::Q4(_) => false,
+        }
+    }
+
+    /// Every row times the vectors `tokens`, by vector `stride` apart (`ktiles::dot_tokens`).
+    fn dot_tokens(
+        &self,
+        tokens: Range<usize>,
+        x: &Activations,
+        out: &mut [f32],
+        stride: usize,
+    ) -> bool {
+        match self {
+            Part::Q4K(m) => ktiles::dot_tokens(m, tokens, &x.q8k, out, stride),
+            Part::Q6K(m) => ktiles::dot_tokens(m, tokens, &x.q8k, out, stride),
             Part::Q8(_) | Part::Q4(_) => false,
         }
     }
@@ -242,6 +268,10 @@ impl Linear {
                     a.q8k.quantize(x, cols).map_err(to_candle_err)?;
                 }
                 let a = &scratch.quantized;
+                if seq >= BY_TOKENS_MIN && parts.iter().all(Part::by_tokens) {
+                    by_tokens(seq, rows, parts, a, out);
+                    return Ok(());
+                }
                 let dot_rows = |items: Range<usize>, piece: &mut [f32]| {
                     let mut first = 0;
                     for p in parts {
@@ -271,6 +301,28 @@ impl Linear {
         }
         Ok(())
     }
+}
+
+/// Vectors from which stacked K-quant matrices on tiles split the vectors among the threads
+/// (each thread reads every weight row) instead of the rows (each thread reads every vector).
+/// Split by vectors, the threads write the output in its order, with no transposition after
+/// them; with too few groups of 16 vectors, one thread would get more of them than another.
+const BY_TOKENS_MIN: usize = 128;
+
+/// Every row of `parts`, stacked, times the `seq` vectors of `x` into `out` (`seq` rows of
+/// `rows` values), one share of the groups of 16 vectors per thread.
+fn by_tokens(seq: usize, rows: usize, parts: &[Part], x: &Activations, out: &mut [f32]) {
+    // Built here once, before the threads read it.
+    x.q8k.tiled();
+    let share = seq.div_ceil(TILE).div_ceil(inference_threads()) * TILE;
+    for_each_piece(out, seq, rows, share, |tokens, piece| {
+        let mut offset = 0;
+        for p in parts {
+            let done = p.dot_tokens(tokens.clone(), x, &mut piece[offset..], rows);
+            debug_assert!(done, "the tile kernels refused their shapes");
+            offset += p.rows();
+        }
+    });
 }
 
 /// Runs `dot_rows` over pieces of the `rows` output rows on every thread, each row holding
@@ -403,6 +455,45 @@ mod tests {
                 }
             }
         }
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "minutes under Miri, where no tile kernel runs")]
+    fn long_inputs_split_by_vectors_give_what_the_rows_give() {
+        let (cols, seq) = (512, BY_TOKENS_MIN + 22);
+        let shapes = [(GgmlDType::Q4K, 20), (GgmlDType::Q6K, 13)];
+        let make = || {
+            shapes
+                .iter()
+                .enumerate()
+                .map(|(i, &(dtype, rows))| part(dtype, rows, cols, 9 + i as u64))
+                .collect::<Vec<_>>()
+        };
+        let x = noise(seq * cols, 71);
+        let mut scratch = Scratch::default();
+        let mut out = Vec::new();
+        let stacked = Linear::from_parts(make()).unwrap().unwrap();
+        stacked.forward(&x, seq, &mut scratch, &mut out).unwrap();
+        let mut quantized = Activations::default();
+        quantized.q8k.quantize(&x, cols).unwrap();
+        let mut offset = 0;
+        for p in make() {
+            let rows = p.rows();
+            let mut by_row = vec![0.0; rows * seq];
+            p.dot_rows(0..rows, &quantized, &mut by_row);
+            for t in 0..seq {
+                for r in 0..rows {
+                    assert_eq!(
+                        out[t * 33 + offset + r],
+                        by_row[r * seq + t],
+                        "vector {t}, row {}",
+                        offset + r
+                    );
+                }
+            }
+            offset += rows;
+        }
+        assert!(out.iter().any(|&v| v != 0.0));
     }
 
     #[test]
