@@ -1,8 +1,8 @@
 //! K-quant weight matrices kept in the file's layout, row after row, so that they are read in
 //! place from the mapped file. A kernel reads several rows per pass for one activation vector
 //! (decode), or four rows for four vectors at a time (prefill), unpacking each weight block
-//! once per pass. On a CPU with AMX, prefill of several vectors goes to the tile kernels of
-//! `ktiles.rs` instead (`ktiles::TILE_MIN_VECTORS`).
+//! once per pass. On a CPU with AMX or AVX-512 VNNI, prefill of several vectors goes to the tile
+//! kernels of `ktiles.rs` instead (`ktiles::TILE_MIN_VECTORS`, `ktiles::VNNI_MIN_VECTORS`).
 
 use std::marker::PhantomData;
 use std::ops::Range;

@@ -25,20 +25,24 @@ pub(crate) trait TileFormat: KFormat {
     fn unpack(block: &[u8], weights: &mut [u8], scales: &mut [(f32, f32)]);
 }
 
-/// Vectors from which the tile kernels, where the CPU has them, take over from the AVX2 ones.
+/// Vectors from which the AMX tile kernels take over from the AVX2 ones.
 pub(crate) const TILE_MIN_VECTORS: usize = 8;
 
+/// Vectors from which the VNNI products take over from the AVX2 kernels: with fewer, most of
+/// the 16 lanes of each product are empty, and the AVX2 kernel was faster at 8 vectors.
+pub(crate) const VNNI_MIN_VECTORS: usize = 12;
+
 /// Rows `rows` of `m` times every vector of `x` into `out`, row-major by weight row, as the
-/// other kernels; false, writing nothing, when `x` holds fewer than [`TILE_MIN_VECTORS`], the
-/// CPU offers no tiles or the shapes disagree, so that the caller's other kernels run.
+/// other kernels; false, writing nothing, when `x` holds fewer than [`TILE_MIN_VECTORS`] (AMX)
+/// or [`VNNI_MIN_VECTORS`], the CPU offers no tiles or the shapes disagree, so that the
+/// caller's other kernels run.
 pub(crate) fn dot_rows<F: TileFormat>(
     m: &KMatrix<F>,
     rows: Range<usize>,
     x: &Q8KVectors,
     out: &mut [f32],
 ) -> bool {
-    if x.len() < TILE_MIN_VECTORS
-        || x.cols() != m.cols()
+    if x.cols() != m.cols()
         || rows.start > rows.end
         || rows.end > m.rows()
         || out.len() != rows.len() * x.len()
@@ -47,9 +51,9 @@ pub(crate) fn dot_rows<F: TileFormat>(
         return false;
     }
     if let Some(tiles) = Amx::detect().and_then(|amx| amx.tiles(F::SUB)) {
-        run(m, rows, x, Out::ByRow(out), &tiles)
+        x.len() >= TILE_MIN_VECTORS && run(m, rows, x, Out::ByRow(out), &tiles)
     } else if let Some(tiles) = Vnni::detect().and_then(|vnni| vnni.tiles(F::SUB)) {
-        run(m, rows, x, Out::ByRow(out), &tiles)
+        x.len() >= VNNI_MIN_VECTORS && run(m, rows, x, Out::ByRow(out), &tiles)
     } else {
         false
     }

@@ -11,9 +11,9 @@
 //! A llama-family transformer (llama, qwen2) over quantized GGUF weights, run on the CPU:
 //! [`load`] reads the weights from a [`MappedFile`] (K-quant matrices are used in place), and
 //! [`Llama::forward`] runs the tokens through them with this crate's Q8_0, Q4_1, Q4_K and Q6_K
-//! kernels (AVX2 detected at run time, with a portable path) on a small thread pool of
-//! [`inference_threads`]. All of the workspace's `unsafe` code is here, each block in the module
-//! that needs it with a SAFETY note.
+//! kernels (AVX2 detected at run time, with a portable path; AMX tiles or AVX-512 VNNI for
+//! K-quant prefill) on a small thread pool of [`inference_threads`]. All of the workspace's
+//! `unsafe` code is here, each block in the module that needs it with a SAFETY note.
 #![deny(missing_docs)]
 
 mod amx;
