@@ -12,6 +12,12 @@ use std::marker::PhantomData;
 /// Rows of every tile product (weights) and columns (activation vectors).
 pub(crate) const TILE: usize = 16;
 
+/// Whether a product may run over `k` bytes per weight row: a multiple of 4, at most 64 (the
+/// bytes of one tile row), for AMX tiles and the VNNI products alike.
+pub(crate) const fn fits(k: usize) -> bool {
+    k > 0 && k <= 64 && k.is_multiple_of(4)
+}
+
 /// Proof that this process may use AMX tiles: the CPU has AMX-INT8, AVX-512 (F, BW, VL,
 /// VNNI), FMA and F16C, and Linux granted the process the tile state.
 #[derive(Debug, Clone, Copy)]
@@ -29,7 +35,7 @@ impl Amx {
     /// Configures this thread's tiles for products over `k` bytes per weight row (a multiple
     /// of 4, at most 64), until the value returned is dropped.
     pub(crate) fn tiles(self, k: usize) -> Option<Tiles> {
-        (k > 0 && k <= 64 && k.is_multiple_of(4)).then(|| os::configure(k))?;
+        fits(k).then(|| os::configure(k))?;
         Some(Tiles {
             k,
             _thread: PhantomData,

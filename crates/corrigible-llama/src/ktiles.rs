@@ -6,13 +6,13 @@
 
 use std::ops::Range;
 
-use super::amx::{Amx, TILE};
+use super::amx::{Amx, TILE, fits};
 use super::kmatrix::{KFormat, KMatrix};
 use super::q8k::{K_BLOCK, Q8KVectors};
 use super::vnni::Vnni;
 
 #[cfg(target_arch = "x86_64")]
-pub(crate) use avx512::TileProduct;
+pub(crate) use avx512::{TileProduct, scaled};
 
 /// A K-quant format whose blocks unpack to unsigned byte weights in sub-blocks.
 pub(crate) trait TileFormat: KFormat {
@@ -62,8 +62,10 @@ pub(crate) fn dot_rows<F: TileFormat>(
 /// Whether this CPU runs the tile kernels (AMX, or AVX-512 VNNI) for a format of `SUB`
 /// weights per sub-block.
 pub(crate) fn available<F: TileFormat>() -> bool {
-    Amx::detect().is_some_and(|amx| amx.tiles(F::SUB).is_some())
-        || Vnni::detect().is_some_and(|vnni| vnni.tiles(F::SUB).is_some())
+    // Asked on every projection: no tiles are configured to find out.
+    fits(F::SUB)
+        && K_BLOCK / F::SUB <= TILE
+        && (Amx::detect().is_some() || Vnni::detect().is_some())
 }
 
 /// Every row of `m` times the vectors `tokens` of `x` into `out`, by vector: row `r` times
@@ -197,12 +199,19 @@ mod avx512 {
             for (i, sum) in sum.iter_mut().enumerate() {
                 // SAFETY: a row of `sums` holds 16 i32; unaligned load.
                 let c = unsafe { _mm512_loadu_si512(sums[i].as_ptr().cast()) };
-                let c = _mm512_cvtepi32_ps(c);
-                *sum = _mm512_fmadd_ps(c, _mm512_set1_ps(scale[i]), *sum);
-                *sum = _mm512_fmadd_ps(ys, _mm512_set1_ps(offset[i]), *sum);
+                *sum = scaled(c, scale[i], offset[i], ys, *sum);
             }
             true
         }
+    }
+
+    /// `sum + scale * acc + offset * ys`: one weight row's exact sums `acc`, scaled, with its
+    /// offset times the vectors' sums `ys`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
+    pub(crate) fn scaled(acc: __m512i, scale: f32, offset: f32, ys: __m512, sum: __m512) -> __m512 {
+        let sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(scale), sum);
+        _mm512_fmadd_ps(ys, _mm512_set1_ps(offset), sum)
     }
 
     /// 16 lanes from `x`.

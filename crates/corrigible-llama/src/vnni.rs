@@ -7,7 +7,7 @@
 //! lane adds 64 products at once, and the 16 lanes of a weight row's sum are its 16 vectors.
 //! `CORRIGIBLE_NO_VNNI=1` turns these products off, to compare kernels.
 
-use super::amx::TILE;
+use super::amx::{TILE, fits};
 
 /// Proof that the CPU has AVX-512 F, BW, VL and VNNI, FMA and F16C (the products and the
 /// scaling code around them), and that the products are not turned off.
@@ -25,7 +25,7 @@ impl Vnni {
 
     /// Products over `k` bytes per weight row (a multiple of 4, at most 64).
     pub(crate) fn tiles(self, k: usize) -> Option<VnniTiles> {
-        (k > 0 && k <= 64 && k.is_multiple_of(4)).then_some(VnniTiles { k })
+        fits(k).then_some(VnniTiles { k })
     }
 }
 
@@ -42,7 +42,7 @@ mod kernel {
     use std::arch::x86_64::*;
 
     use super::{TILE, VnniTiles};
-    use crate::ktiles::TileProduct;
+    use crate::ktiles::{TileProduct, scaled};
 
     /// Miri runs none of these instructions.
     pub(super) fn supported() -> bool {
@@ -85,14 +85,6 @@ mod kernel {
             }
             true
         }
-    }
-
-    /// Scales row `i`'s exact sums `acc` into `sum`.
-    #[inline]
-    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
-    fn scaled(acc: __m512i, scale: f32, offset: f32, ys: __m512, sum: __m512) -> __m512 {
-        let sum = _mm512_fmadd_ps(_mm512_cvtepi32_ps(acc), _mm512_set1_ps(scale), sum);
-        _mm512_fmadd_ps(ys, _mm512_set1_ps(offset), sum)
     }
 
     /// The products for a `K` known at compile time, the activations held in registers.
