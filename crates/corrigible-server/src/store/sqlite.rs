@@ -75,6 +75,9 @@ impl SqliteStore {
         } else {
             SqlitePoolOptions::new().max_connections(8)
         }
+        // A connection to a file does not go stale the way a network one does; testing it
+        // on every acquire is one more round trip to its worker thread per statement.
+        .test_before_acquire(false)
         .connect_with(options)
         .await?;
         migrate(&pool).await?;
