@@ -7,8 +7,12 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use corrigible::policy::{BreakerDecision, BreakerPolicy, BreakerState, CircuitBreakers};
+use corrigible::trace::UsageTotals;
+use corrigible::{RunReport, StopReason};
 use corrigible_server::open_store;
-use corrigible_server::store::{NewRun, RunEnd, RunStatus, RunStore, StoredEvent, now_ms};
+use corrigible_server::store::{
+    Ending, NewRun, RunEnd, RunStatus, RunStore, StoreError, StoredEvent, now_ms,
+};
 
 fn new_run(id: &str, owner: &str) -> NewRun {
     NewRun {
@@ -132,6 +136,137 @@ async fn endings_are_recorded(store: &dyn RunStore) {
     assert_eq!(run.summary.status, RunStatus::Failed);
 }
 
+fn report(run_id: &str) -> RunReport {
+    RunReport {
+        run_id: run_id.into(),
+        satisfied: true,
+        final_summary: Some("done".into()),
+        missing: None,
+        stop_reason: StopReason::Final,
+        steps: Vec::new(),
+        corrections: Vec::new(),
+        repairs: Vec::new(),
+        model_calls: Vec::new(),
+        usage: UsageTotals {
+            model_calls: 3,
+            input_tokens: 300,
+            output_tokens: 21,
+            tool_calls: 2,
+            corrections: 1,
+            ..UsageTotals::default()
+        },
+        breaker_events: Vec::new(),
+        output: None,
+        prompt: format!("prompt of {run_id}"),
+        model: "replay".into(),
+        duration_ms: 12.5,
+    }
+}
+
+fn ending(run_id: &str, end: RunEnd) -> Ending {
+    Ending {
+        run_id: run_id.into(),
+        end,
+        at: now_ms(),
+    }
+}
+
+async fn batches_are_written_whole(store: &dyn RunStore) {
+    store.insert_run(&new_run("b-old", "a")).await.unwrap();
+    // More runs and endings than one statement holds, with their events and endings.
+    let runs: Vec<NewRun> = (0..450)
+        .map(|i| new_run(&format!("b-{i:03}"), "a"))
+        .collect();
+    store.write_batch(&runs, &[], &[]).await.unwrap();
+    let events: Vec<StoredEvent> = runs
+        .iter()
+        .flat_map(|run| {
+            [
+                event(&run.id, 1, "run_started", "{}"),
+                event(&run.id, 2, "model_call", MODEL_CALL),
+            ]
+        })
+        .collect();
+    let failure = RunEnd::Failed {
+        kind: "transport".into(),
+        error: "connection refused".into(),
+    };
+    let mut ends: Vec<Ending> = runs[..300]
+        .iter()
+        .map(|run| ending(&run.id, RunEnd::Finished(Box::new(report(&run.id)))))
+        .collect();
+    ends.extend(
+        runs[300..]
+            .iter()
+            .map(|run| ending(&run.id, failure.clone())),
+    );
+    store
+        .write_batch(&[new_run("b-new", "a")], &events, &ends)
+        .await
+        .unwrap();
+    assert_eq!(store.events("b-449", 0).await.unwrap().len(), 2);
+    let run = store.get_run("b-299").await.unwrap().unwrap();
+    assert_eq!(run.summary.status, RunStatus::Finished);
+    assert_eq!(run.summary.satisfied, Some(true));
+    assert_eq!(
+        (
+            run.summary.model_calls,
+            run.summary.tool_calls,
+            run.summary.corrections
+        ),
+        (3, 2, 1)
+    );
+    assert_eq!(run.report, Some(report("b-299")));
+    let run = store.get_run("b-300").await.unwrap().unwrap().summary;
+    assert_eq!(run.status, RunStatus::Failed);
+    assert_eq!(run.error.as_deref(), Some("connection refused"));
+    assert!(run.finished_at.is_some());
+    let untouched = store.get_run("b-old").await.unwrap().unwrap().summary;
+    assert_eq!(untouched.status, RunStatus::Running);
+    assert_eq!(
+        store
+            .get_run("b-new")
+            .await
+            .unwrap()
+            .unwrap()
+            .summary
+            .status,
+        RunStatus::Running
+    );
+
+    // One bad row fails the whole batch, and nothing of it is written.
+    let err = store
+        .write_batch(
+            &[new_run("b-fresh", "a"), new_run("b-old", "a")],
+            &[event("b-new", 1, "run_started", "{}")],
+            &[ending("b-new", failure.clone())],
+        )
+        .await;
+    assert!(err.is_err());
+    assert!(store.get_run("b-fresh").await.unwrap().is_none());
+    assert!(store.events("b-new", 0).await.unwrap().is_empty());
+    assert_eq!(
+        store
+            .get_run("b-new")
+            .await
+            .unwrap()
+            .unwrap()
+            .summary
+            .status,
+        RunStatus::Running
+    );
+    // An interruption is refused, before anything is written.
+    let err = store
+        .write_batch(
+            &[new_run("b-fresh", "a")],
+            &[],
+            &[ending("b-new", RunEnd::Interrupted)],
+        )
+        .await;
+    assert!(matches!(err, Err(StoreError::Unsupported(_))), "{err:?}");
+    assert!(store.get_run("b-fresh").await.unwrap().is_none());
+}
+
 async fn leases_protect_live_owners_only(store: &dyn RunStore) {
     // `a` owns the runs the other steps left running, and stays alive.
     store.heartbeat("a").await.unwrap();
@@ -228,6 +363,7 @@ async fn suite(store: Arc<dyn RunStore>, other: Arc<dyn RunStore>) {
     runs_are_stored_listed_and_paged(store.as_ref()).await;
     events_append_in_order_once(store.as_ref()).await;
     endings_are_recorded(store.as_ref()).await;
+    batches_are_written_whole(store.as_ref()).await;
     leases_protect_live_owners_only(store.as_ref()).await;
     breakers_are_one_per_tool_for_every_instance(store.as_ref(), other.as_ref()).await;
 }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicUsize, Ordering};
 use tokio::sync::{Notify, mpsc, oneshot};
 
 use super::live::{LiveEvent, LiveRun};
-use crate::store::{NewRun, RunEnd, RunStore, StoreError, StoredEvent, now_ms};
+use crate::store::{Ending, NewRun, RunEnd, RunStore, StoreError, StoredEvent, now_ms};
 
 /// Most operations written in one go.
 const BATCH: usize = 512;
@@ -125,41 +125,93 @@ impl StoreWriter {
     }
 }
 
-/// Takes what is queued, up to [`BATCH`] operations at a time: first stores the batch's new
-/// runs, then all its events in one transaction, then its run endings and flushes in order.
-/// A run's events are queued only after it is stored, and before its ending, so that order
-/// holds for every run, and a batch of many runs costs one event transaction, not one per
-/// ending.
+/// Takes what is queued, up to [`BATCH`] operations at a time, and stores its new runs,
+/// events and endings in one transaction; interruptions and flushes follow, in order. A
+/// run's events are queued only after it is stored, and its ending after its events, so
+/// that order holds for every run, and a batch of many runs costs one transaction.
 async fn write_loop(
     store: Arc<dyn RunStore>,
     mut rx: mpsc::UnboundedReceiver<Op>,
     backlog: Arc<Backlog>,
 ) {
-    let mut events = Vec::new();
-    let mut after = Vec::new();
     let mut batch = Vec::with_capacity(BATCH);
+    let mut pending = Pending::default();
     while rx.recv_many(&mut batch, BATCH).await > 0 {
         for op in batch.drain(..) {
-            match op {
-                Op::Insert { run, done } => {
-                    let _ = done.send(store.insert_run(&run).await);
+            pending.push(op);
+        }
+        pending.write(store.as_ref(), &backlog).await;
+    }
+}
+
+/// The writes of one batch, apart by kind, in the order each kind arrived.
+#[derive(Default)]
+struct Pending {
+    runs: Vec<NewRun>,
+    inserted: Vec<oneshot::Sender<Result<(), StoreError>>>,
+    rows: Vec<StoredEvent>,
+    shown: Vec<(&'static str, Arc<LiveRun>)>,
+    ends: Vec<Ending>,
+    ended: Vec<oneshot::Sender<Result<(), String>>>,
+    /// Interruptions (they count the run's stored events) and flushes, after the rest.
+    after: Vec<Op>,
+}
+
+impl Pending {
+    fn push(&mut self, op: Op) {
+        match op {
+            Op::Insert { run, done } => {
+                self.runs.push(run);
+                self.inserted.push(done);
+            }
+            Op::Event(event) => {
+                self.rows.push(event.stored);
+                self.shown.push((event.kind, event.live));
+            }
+            Op::End { run_id, end, done } if end != RunEnd::Interrupted => {
+                self.ends.push(Ending {
+                    run_id,
+                    end,
+                    at: now_ms(),
+                });
+                self.ended.push(done);
+            }
+            other => self.after.push(other),
+        }
+    }
+
+    /// Writes the batch in one transaction; when that fails, writes each operation on its
+    /// own, so that one bad row fails only its own operation. Events are shown to live
+    /// subscribers only once stored; those the store refused are shown to no one.
+    async fn write(&mut self, store: &dyn RunStore, backlog: &Backlog) {
+        let count = self.rows.len();
+        if !(self.runs.is_empty() && self.rows.is_empty() && self.ends.is_empty()) {
+            match store.write_batch(&self.runs, &self.rows, &self.ends).await {
+                Ok(()) => {
+                    self.runs.clear();
+                    for done in self.inserted.drain(..) {
+                        let _ = done.send(Ok(()));
+                    }
+                    self.publish();
+                    self.ends.clear();
+                    for done in self.ended.drain(..) {
+                        let _ = done.send(Ok(()));
+                    }
                 }
-                Op::Event(event) => events.push(event),
-                other => after.push(other),
+                Err(error) => {
+                    tracing::warn!(%error, "a batch of writes failed; writing them one by one");
+                    self.write_each(store).await;
+                }
             }
         }
-        write_events(store.as_ref(), &mut events, &backlog).await;
-        for op in after.drain(..) {
+        if count > 0 {
+            backlog.queued.fetch_sub(count, Ordering::AcqRel);
+            backlog.room.notify_waiters();
+        }
+        for op in self.after.drain(..) {
             match op {
                 Op::End { run_id, end, done } => {
-                    let result = store
-                        .end_run(&run_id, &end, now_ms())
-                        .await
-                        .map_err(|e| e.to_string());
-                    if let Err(error) = &result {
-                        tracing::error!(run_id, error, "could not store the end of a run");
-                    }
-                    let _ = done.send(result);
+                    let _ = done.send(end_run(store, &run_id, &end).await);
                 }
                 Op::Flush(done) => {
                     let _ = done.send(());
@@ -168,34 +220,44 @@ async fn write_loop(
             }
         }
     }
-}
 
-/// Writes the events in one transaction, then publishes them to their live subscribers.
-/// Events the store refused are not shown to anyone.
-async fn write_events(store: &dyn RunStore, events: &mut Vec<QueuedEvent>, backlog: &Backlog) {
-    if events.is_empty() {
-        return;
-    }
-    let rows: Vec<StoredEvent> = events.iter().map(|e| e.stored.clone()).collect();
-    let written = match store.append_events(&rows).await {
-        Ok(()) => true,
-        Err(error) => {
-            tracing::error!(%error, count = rows.len(), "could not store trace events");
-            false
+    async fn write_each(&mut self, store: &dyn RunStore) {
+        for (run, done) in self.runs.drain(..).zip(self.inserted.drain(..)) {
+            let _ = done.send(store.insert_run(&run).await);
         }
-    };
-    let count = events.len();
-    for (event, row) in events.drain(..).zip(rows) {
-        if written {
-            event.live.publish(LiveEvent {
+        match store.append_events(&self.rows).await {
+            Ok(()) => self.publish(),
+            Err(error) => {
+                tracing::error!(%error, count = self.rows.len(), "could not store trace events");
+                self.rows.clear();
+                self.shown.clear();
+            }
+        }
+        for (ending, done) in self.ends.drain(..).zip(self.ended.drain(..)) {
+            let _ = done.send(end_run(store, &ending.run_id, &ending.end).await);
+        }
+    }
+
+    fn publish(&mut self) {
+        for (row, (kind, live)) in self.rows.drain(..).zip(self.shown.drain(..)) {
+            live.publish(LiveEvent {
                 seq: row.seq,
-                kind: event.kind,
+                kind,
                 data: row.data.into(),
             });
         }
     }
-    backlog.queued.fetch_sub(count, Ordering::AcqRel);
-    backlog.room.notify_waiters();
+}
+
+async fn end_run(store: &dyn RunStore, run_id: &str, end: &RunEnd) -> Result<(), String> {
+    let result = store
+        .end_run(run_id, end, now_ms())
+        .await
+        .map_err(|e| e.to_string());
+    if let Err(error) = &result {
+        tracing::error!(run_id, error, "could not store the end of a run");
+    }
+    result
 }
 
 #[cfg(test)]
@@ -224,6 +286,19 @@ mod tests {
                 permit.forget();
             }
             self.inner.append_events(events).await
+        }
+        async fn write_batch(
+            &self,
+            runs: &[NewRun],
+            events: &[StoredEvent],
+            ends: &[Ending],
+        ) -> Result<(), StoreError> {
+            if !events.is_empty()
+                && let Ok(permit) = self.permits.acquire().await
+            {
+                permit.forget();
+            }
+            self.inner.write_batch(runs, events, ends).await
         }
         async fn end_run(&self, id: &str, end: &RunEnd, at: i64) -> Result<(), StoreError> {
             self.inner.end_run(id, end, at).await
@@ -269,20 +344,23 @@ mod tests {
         }
     }
 
-    #[tokio::test]
-    async fn events_are_shown_only_once_stored_and_a_full_queue_holds_runs_back() {
-        let inner = SqliteStore::open("sqlite::memory:")
-            .await
-            .expect("store opens");
-        let run = NewRun {
-            id: "r".into(),
+    fn new_run(id: &str) -> NewRun {
+        NewRun {
+            id: id.into(),
             created_at: now_ms(),
             prompt: "p".into(),
             model: "m".into(),
             protocol: "json".into(),
             owner: "me".into(),
-        };
-        inner.insert_run(&run).await.expect("run inserted");
+        }
+    }
+
+    #[tokio::test]
+    async fn events_are_shown_only_once_stored_and_a_full_queue_holds_runs_back() {
+        let inner = SqliteStore::open("sqlite::memory:")
+            .await
+            .expect("store opens");
+        inner.insert_run(&new_run("r")).await.expect("run inserted");
         let store = Arc::new(Held {
             inner,
             permits: Semaphore::new(0),
@@ -308,6 +386,55 @@ mod tests {
         let shown: Vec<u64> = live.subscribe().0.iter().map(|e| e.seq).collect();
         assert_eq!(shown, [1, 2, 3, 4, 5, 6]);
         assert_eq!(store.events("r", 0).await.expect("events").len(), 6);
+        assert_eq!(writer.queued(), 0);
+    }
+
+    #[tokio::test]
+    async fn a_failing_batch_is_written_op_by_op_so_one_bad_row_fails_only_itself() {
+        let inner = SqliteStore::open("sqlite::memory:")
+            .await
+            .expect("store opens");
+        inner.insert_run(&new_run("r")).await.expect("run inserted");
+        let store = Arc::new(Held {
+            inner,
+            permits: Semaphore::new(0),
+        });
+        let writer = StoreWriter::spawn(store.clone(), 64);
+        let lives = super::super::live::LiveRuns::default();
+        let live = lives.open("r");
+        // The first event holds the writer, so that what follows is queued as one batch.
+        writer.event(queued(&live, 1));
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let duplicate = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.insert(new_run("r")).await }
+        });
+        let fresh = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.insert(new_run("s")).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        writer.event(queued(&live, 2));
+        let failed = RunEnd::Failed {
+            kind: "transport".into(),
+            error: "refused".into(),
+        };
+        let ended = tokio::spawn({
+            let writer = writer.clone();
+            async move { writer.end("r", failed).await }
+        });
+        tokio::time::sleep(Duration::from_millis(20)).await;
+        store.permits.add_permits(100);
+        assert!(duplicate.await.expect("joins").is_err());
+        assert!(fresh.await.expect("joins").is_ok());
+        assert_eq!(ended.await.expect("joins"), Ok(()));
+        writer.flush().await;
+        let shown: Vec<u64> = live.subscribe().0.iter().map(|e| e.seq).collect();
+        assert_eq!(shown, [1, 2]);
+        assert_eq!(store.events("r", 0).await.expect("events").len(), 2);
+        let run = store.get_run("r").await.expect("read").expect("stored");
+        assert_eq!(run.summary.error.as_deref(), Some("refused"));
+        assert!(store.get_run("s").await.expect("read").is_some());
         assert_eq!(writer.queued(), 0);
     }
 }

@@ -6,6 +6,7 @@
 //! that executes it; instances renew a lease with [`RunStore::heartbeat`], and the runs of an
 //! instance whose lease expired are marked `interrupted` by the others.
 
+mod batch;
 mod breakers;
 mod error;
 #[cfg(feature = "postgres")]
@@ -19,6 +20,7 @@ use std::sync::Arc;
 use async_trait::async_trait;
 use corrigible::policy::BreakerStore;
 
+pub use batch::Ending;
 pub use error::StoreError;
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
@@ -37,6 +39,16 @@ pub trait RunStore: Send + Sync {
 
     /// Appends trace events (of one or more runs), atomically.
     async fn append_events(&self, events: &[StoredEvent]) -> Result<(), StoreError>;
+
+    /// Stores new runs, then events, then the endings of finished or failed runs, in one
+    /// transaction: all of them or none. An interruption is refused here (it counts the run's
+    /// stored events); [`RunStore::end_run`] writes it.
+    async fn write_batch(
+        &self,
+        runs: &[NewRun],
+        events: &[StoredEvent],
+        ends: &[Ending],
+    ) -> Result<(), StoreError>;
 
     /// Records how a run ended: its report, its failure, or its interruption (which keeps
     /// the model calls, tool calls, corrections and tokens its stored events show).

@@ -7,11 +7,12 @@ use std::time::Duration;
 use async_trait::async_trait;
 use corrigible::policy::BreakerStore;
 use sqlx::Row;
-use sqlx::postgres::{PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions, PgRow};
 
+use super::batch::{FailedRow, FinishedRow, split};
 use super::{
-    NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoredEvent, Totals,
-    now_ms,
+    Ending, NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoredEvent,
+    Totals, now_ms,
 };
 
 /// Columns of a run summary, in the order [`summary`] reads them.
@@ -123,6 +124,121 @@ fn summary(row: &PgRow) -> Result<RunSummary, StoreError> {
     })
 }
 
+// Each write below is one statement whatever the number of rows: the rows go as arrays,
+// which `UNNEST` turns back into rows.
+
+async fn insert_runs(db: &mut PgConnection, runs: &[NewRun]) -> Result<(), StoreError> {
+    if runs.is_empty() {
+        return Ok(());
+    }
+    let column = |f: fn(&NewRun) -> &str| -> Vec<&str> { runs.iter().map(f).collect() };
+    sqlx::query(
+        "INSERT INTO runs (id, created_at, status, prompt, model, protocol, owner) \
+         SELECT id, created_at, 'running', prompt, model, protocol, owner \
+         FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[], $5::text[], $6::text[]) \
+         AS v (id, created_at, prompt, model, protocol, owner)",
+    )
+    .bind(column(|r| &r.id))
+    .bind(runs.iter().map(|r| r.created_at).collect::<Vec<i64>>())
+    .bind(column(|r| &r.prompt))
+    .bind(column(|r| &r.model))
+    .bind(column(|r| &r.protocol))
+    .bind(column(|r| &r.owner))
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+async fn insert_events(db: &mut PgConnection, events: &[StoredEvent]) -> Result<(), StoreError> {
+    if events.is_empty() {
+        return Ok(());
+    }
+    let run_ids: Vec<&str> = events.iter().map(|e| e.run_id.as_str()).collect();
+    let seqs: Vec<i64> = events.iter().map(|e| int(e.seq)).collect();
+    let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
+    let ats: Vec<i64> = events.iter().map(|e| e.at).collect();
+    let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
+    sqlx::query(
+        "INSERT INTO events (run_id, seq, kind, at, data) \
+         SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) \
+         ON CONFLICT DO NOTHING",
+    )
+    .bind(run_ids)
+    .bind(seqs)
+    .bind(kinds)
+    .bind(ats)
+    .bind(data)
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+async fn end_finished(db: &mut PgConnection, rows: &[FinishedRow<'_>]) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    let count =
+        |f: fn(&FinishedRow<'_>) -> u64| -> Vec<i64> { rows.iter().map(|r| int(f(r))).collect() };
+    sqlx::query(
+        "UPDATE runs SET status = 'finished', finished_at = v.finished_at, \
+         satisfied = v.satisfied, stop_reason = v.stop_reason, corrections = v.corrections, \
+         tool_calls = v.tool_calls, model_calls = v.model_calls, \
+         input_tokens = v.input_tokens, output_tokens = v.output_tokens, \
+         duration_ms = v.duration_ms, report = v.report \
+         FROM UNNEST($1::text[], $2::bigint[], $3::boolean[], $4::text[], $5::bigint[], \
+         $6::bigint[], $7::bigint[], $8::bigint[], $9::bigint[], $10::double precision[], \
+         $11::text[]) AS v (id, finished_at, satisfied, stop_reason, corrections, tool_calls, \
+         model_calls, input_tokens, output_tokens, duration_ms, report) \
+         WHERE runs.id = v.id",
+    )
+    .bind(rows.iter().map(|r| r.id).collect::<Vec<&str>>())
+    .bind(rows.iter().map(|r| r.at).collect::<Vec<i64>>())
+    .bind(
+        rows.iter()
+            .map(|r| r.report.satisfied)
+            .collect::<Vec<bool>>(),
+    )
+    .bind(
+        rows.iter()
+            .map(|r| r.report.stop_reason.as_str())
+            .collect::<Vec<&str>>(),
+    )
+    .bind(count(|r| u64::from(r.report.usage.corrections)))
+    .bind(count(|r| u64::from(r.report.usage.tool_calls)))
+    .bind(count(|r| u64::from(r.report.usage.model_calls)))
+    .bind(count(|r| r.report.usage.input_tokens))
+    .bind(count(|r| r.report.usage.output_tokens))
+    .bind(
+        rows.iter()
+            .map(|r| r.report.duration_ms)
+            .collect::<Vec<f64>>(),
+    )
+    .bind(rows.iter().map(|r| r.json.as_str()).collect::<Vec<&str>>())
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
+async fn end_failed(db: &mut PgConnection, rows: &[FailedRow<'_>]) -> Result<(), StoreError> {
+    if rows.is_empty() {
+        return Ok(());
+    }
+    sqlx::query(
+        "UPDATE runs SET status = 'failed', finished_at = v.finished_at, \
+         error_kind = v.error_kind, error = v.error, \
+         duration_ms = (v.finished_at - runs.created_at)::double precision \
+         FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::text[]) \
+         AS v (id, finished_at, error_kind, error) WHERE runs.id = v.id",
+    )
+    .bind(rows.iter().map(|r| r.id).collect::<Vec<&str>>())
+    .bind(rows.iter().map(|r| r.at).collect::<Vec<i64>>())
+    .bind(rows.iter().map(|r| r.kind).collect::<Vec<&str>>())
+    .bind(rows.iter().map(|r| r.error).collect::<Vec<&str>>())
+    .execute(db)
+    .await?;
+    Ok(())
+}
+
 /// Postgres integers are signed: saturate large counters instead of wrapping.
 fn int(value: u64) -> i64 {
     i64::try_from(value).unwrap_or(i64::MAX)
@@ -150,23 +266,22 @@ impl RunStore for PostgresStore {
         if events.is_empty() {
             return Ok(());
         }
-        let run_ids: Vec<&str> = events.iter().map(|e| e.run_id.as_str()).collect();
-        let seqs: Vec<i64> = events.iter().map(|e| int(e.seq)).collect();
-        let kinds: Vec<&str> = events.iter().map(|e| e.kind.as_str()).collect();
-        let ats: Vec<i64> = events.iter().map(|e| e.at).collect();
-        let data: Vec<&str> = events.iter().map(|e| e.data.as_str()).collect();
-        sqlx::query(
-            "INSERT INTO events (run_id, seq, kind, at, data) \
-             SELECT * FROM UNNEST($1::text[], $2::bigint[], $3::text[], $4::bigint[], $5::text[]) \
-             ON CONFLICT DO NOTHING",
-        )
-        .bind(run_ids)
-        .bind(seqs)
-        .bind(kinds)
-        .bind(ats)
-        .bind(data)
-        .execute(&self.pool)
-        .await?;
+        insert_events(&mut *self.pool.acquire().await?, events).await
+    }
+
+    async fn write_batch(
+        &self,
+        runs: &[NewRun],
+        events: &[StoredEvent],
+        ends: &[Ending],
+    ) -> Result<(), StoreError> {
+        let (finished, failed) = split(ends)?;
+        let mut tx = self.pool.begin().await?;
+        insert_runs(&mut tx, runs).await?;
+        insert_events(&mut tx, events).await?;
+        end_finished(&mut tx, &finished).await?;
+        end_failed(&mut tx, &failed).await?;
+        tx.commit().await?;
         Ok(())
     }
 
