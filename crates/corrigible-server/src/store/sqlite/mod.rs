@@ -9,7 +9,10 @@ use corrigible::policy::BreakerStore;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 
-use super::batch::{FailedRow, FinishedRow, split};
+mod writes;
+
+use self::writes::Writes;
+use super::batch::split;
 use super::{
     Ending, NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoredEvent,
     Totals, now_ms,
@@ -19,16 +22,6 @@ use super::{
 const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, model, protocol, \
      satisfied, stop_reason, corrections, tool_calls, model_calls, input_tokens, output_tokens, \
      duration_ms, error_kind, error";
-
-/// Events inserted by one statement: five bound values each, far below SQLite's limit of
-/// 32,766 per statement.
-const EVENTS_PER_STATEMENT: usize = 200;
-
-/// New runs inserted by one statement (six bound values each).
-const RUNS_PER_STATEMENT: usize = 200;
-
-/// Endings updated by one statement (at most eleven bound values each).
-const ENDS_PER_STATEMENT: usize = 200;
 
 /// A [`RunStore`] in a SQLite database.
 #[derive(Debug, Clone)]
@@ -148,100 +141,6 @@ impl SqliteStore {
     }
 }
 
-type Tx<'c> = sqlx::Transaction<'c, sqlx::Sqlite>;
-
-// Each statement is a round trip to sqlx's SQLite worker thread, which costs more than
-// SQLite's own work on a row, so the writes below put many rows in one statement.
-
-async fn insert_runs(tx: &mut Tx<'_>, runs: &[NewRun]) -> Result<(), StoreError> {
-    for chunk in runs.chunks(RUNS_PER_STATEMENT) {
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT INTO runs (id, created_at, status, prompt, model, protocol, owner) ",
-        );
-        insert.push_values(chunk, |mut row, run| {
-            row.push_bind(&run.id)
-                .push_bind(run.created_at)
-                .push("'running'")
-                .push_bind(&run.prompt)
-                .push_bind(&run.model)
-                .push_bind(&run.protocol)
-                .push_bind(&run.owner);
-        });
-        insert.build().execute(&mut **tx).await?;
-    }
-    Ok(())
-}
-
-async fn insert_events(tx: &mut Tx<'_>, events: &[StoredEvent]) -> Result<(), StoreError> {
-    for chunk in events.chunks(EVENTS_PER_STATEMENT) {
-        let mut insert = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "INSERT OR IGNORE INTO events (run_id, seq, kind, at, data) ",
-        );
-        insert.push_values(chunk, |mut row, event| {
-            row.push_bind(&event.run_id)
-                .push_bind(int(event.seq))
-                .push_bind(&event.kind)
-                .push_bind(event.at)
-                .push_bind(&event.data);
-        });
-        insert.build().execute(&mut **tx).await?;
-    }
-    Ok(())
-}
-
-async fn end_finished(tx: &mut Tx<'_>, rows: &[FinishedRow<'_>]) -> Result<(), StoreError> {
-    for chunk in rows.chunks(ENDS_PER_STATEMENT) {
-        let mut update = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "WITH v (id, finished_at, satisfied, stop_reason, corrections, tool_calls, \
-             model_calls, input_tokens, output_tokens, duration_ms, report) AS (",
-        );
-        update.push_values(chunk, |mut row, end| {
-            let usage = end.report.usage;
-            row.push_bind(end.id)
-                .push_bind(end.at)
-                .push_bind(end.report.satisfied)
-                .push_bind(end.report.stop_reason.as_str())
-                .push_bind(i64::from(usage.corrections))
-                .push_bind(i64::from(usage.tool_calls))
-                .push_bind(i64::from(usage.model_calls))
-                .push_bind(int(usage.input_tokens))
-                .push_bind(int(usage.output_tokens))
-                .push_bind(end.report.duration_ms)
-                .push_bind(&end.json);
-        });
-        update.push(
-            ") UPDATE runs SET status = 'finished', finished_at = v.finished_at, \
-             satisfied = v.satisfied, stop_reason = v.stop_reason, corrections = v.corrections, \
-             tool_calls = v.tool_calls, model_calls = v.model_calls, \
-             input_tokens = v.input_tokens, output_tokens = v.output_tokens, \
-             duration_ms = v.duration_ms, report = v.report FROM v WHERE runs.id = v.id",
-        );
-        update.build().execute(&mut **tx).await?;
-    }
-    Ok(())
-}
-
-async fn end_failed(tx: &mut Tx<'_>, rows: &[FailedRow<'_>]) -> Result<(), StoreError> {
-    for chunk in rows.chunks(ENDS_PER_STATEMENT) {
-        let mut update = sqlx::QueryBuilder::<sqlx::Sqlite>::new(
-            "WITH v (id, finished_at, error_kind, error) AS (",
-        );
-        update.push_values(chunk, |mut row, end| {
-            row.push_bind(end.id)
-                .push_bind(end.at)
-                .push_bind(end.kind)
-                .push_bind(end.error);
-        });
-        update.push(
-            ") UPDATE runs SET status = 'failed', finished_at = v.finished_at, \
-             error_kind = v.error_kind, error = v.error, \
-             duration_ms = (v.finished_at - runs.created_at) FROM v WHERE runs.id = v.id",
-        );
-        update.build().execute(&mut **tx).await?;
-    }
-    Ok(())
-}
-
 fn summary(row: &sqlx::sqlite::SqliteRow) -> Result<RunSummary, StoreError> {
     let status: String = row.try_get("status")?;
     let status = RunStatus::parse(&status)
@@ -304,7 +203,7 @@ impl RunStore for SqliteStore {
             return Ok(());
         }
         let mut tx = self.pool.begin().await?;
-        insert_events(&mut tx, events).await?;
+        Writes::new().events(events).execute(&mut tx).await?;
         tx.commit().await?;
         Ok(())
     }
@@ -316,11 +215,14 @@ impl RunStore for SqliteStore {
         ends: &[Ending],
     ) -> Result<(), StoreError> {
         let (finished, failed) = split(ends)?;
+        let mut writes = Writes::new();
+        writes
+            .runs(runs)
+            .events(events)
+            .finished(&finished)
+            .failed(&failed);
         let mut tx = self.pool.begin().await?;
-        insert_runs(&mut tx, runs).await?;
-        insert_events(&mut tx, events).await?;
-        end_finished(&mut tx, &finished).await?;
-        end_failed(&mut tx, &failed).await?;
+        writes.execute(&mut tx).await?;
         tx.commit().await?;
         Ok(())
     }
