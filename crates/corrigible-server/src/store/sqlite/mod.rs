@@ -9,8 +9,10 @@ use corrigible::policy::BreakerStore;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 
+mod checkpoints;
 mod writes;
 
+use self::checkpoints::{AUTOCHECKPOINT_PAGES, Checkpoints};
 use self::writes::Writes;
 use super::batch::split;
 use super::{
@@ -27,6 +29,8 @@ const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, mode
 #[derive(Debug, Clone)]
 pub struct SqliteStore {
     pool: SqlitePool,
+    /// The background checkpoints of a database file, shared by the store's clones.
+    _checkpoints: Option<Arc<Checkpoints>>,
 }
 
 /// Applies the embedded migrations. sqlx takes no lock for SQLite, so instances that start
@@ -63,7 +67,9 @@ impl SqliteStore {
             .busy_timeout(Duration::from_secs(10))
             .synchronous(SqliteSynchronous::Normal);
         if !memory {
-            options = options.journal_mode(SqliteJournalMode::Wal);
+            options = options
+                .journal_mode(SqliteJournalMode::Wal)
+                .pragma("wal_autocheckpoint", AUTOCHECKPOINT_PAGES.to_string());
         }
         // An in-memory database lives in one connection: keep exactly that one.
         let pool = if memory {
@@ -81,7 +87,8 @@ impl SqliteStore {
         .connect_with(options)
         .await?;
         migrate(&pool).await?;
-        Ok(Self { pool })
+        let _checkpoints = (!memory).then(|| Arc::new(Checkpoints::spawn(pool.clone())));
+        Ok(Self { pool, _checkpoints })
     }
 
     /// Closes every connection (checkpointing the WAL).
