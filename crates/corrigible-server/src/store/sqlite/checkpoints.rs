@@ -3,9 +3,9 @@
 //! By default SQLite's commit that takes the log past 1,000 pages copies the log into the
 //! database file itself, so every run waiting on that commit waits for the copy and its
 //! `fsync`: under load, a stall of about 10 ms every few hundred commits. Here a task on its
-//! own connection copies the log every [`INTERVAL`] with a passive checkpoint, which never
-//! blocks a writer. A commit still checkpoints by itself past [`AUTOCHECKPOINT_PAGES`]: by
-//! then the background has copied most of the log, and that checkpoint, run between two write
+//! own connection copies the log every [`BUSY`] with a passive checkpoint, which never blocks
+//! a writer. A commit still checkpoints by itself past [`AUTOCHECKPOINT_PAGES`]: by then the
+//! background has copied almost all of the log, and that checkpoint, run between two write
 //! transactions, lets the log start over from its beginning.
 
 use std::time::Duration;
@@ -13,11 +13,15 @@ use std::time::Duration;
 use sqlx::SqlitePool;
 use tokio::task::JoinHandle;
 
-/// Pages of log after which a commit checkpoints by itself (about 40 MB of 4 KiB pages).
-pub(super) const AUTOCHECKPOINT_PAGES: u32 = 10_000;
+/// Pages of log after which a commit checkpoints by itself (about 8 MB of 4 KiB pages).
+pub(super) const AUTOCHECKPOINT_PAGES: u32 = 2_000;
 
-/// Time between two background checkpoints.
-const INTERVAL: Duration = Duration::from_millis(100);
+/// Time between two checkpoints while the log grows.
+const BUSY: Duration = Duration::from_millis(25);
+
+/// The longest time between two checkpoints: while the log does not grow, the wait doubles
+/// up to this.
+const IDLE: Duration = Duration::from_secs(1);
 
 /// The background checkpoint task of one database; it stops when this is dropped or the
 /// pool is closed.
@@ -28,10 +32,10 @@ impl Checkpoints {
     /// Starts checkpointing the database of `pool` (needs a Tokio runtime).
     pub(super) fn spawn(pool: SqlitePool) -> Self {
         Self(tokio::spawn(async move {
-            let mut ticks = tokio::time::interval(INTERVAL);
-            ticks.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+            let mut wait = BUSY;
+            let mut last_log = None;
             loop {
-                ticks.tick().await;
+                tokio::time::sleep(wait).await;
                 if pool.is_closed() {
                     return;
                 }
@@ -39,10 +43,20 @@ impl Checkpoints {
                     sqlx::query_as("PRAGMA wal_checkpoint(PASSIVE)")
                         .fetch_one(&pool)
                         .await;
-                if let Err(error) = checkpoint
-                    && !pool.is_closed()
-                {
-                    tracing::warn!(%error, "background WAL checkpoint failed");
+                match checkpoint {
+                    Ok((_, log, _)) => {
+                        wait = if last_log == Some(log) {
+                            (wait * 2).min(IDLE)
+                        } else {
+                            BUSY
+                        };
+                        last_log = Some(log);
+                    }
+                    Err(_) if pool.is_closed() => return,
+                    Err(error) => {
+                        tracing::warn!(%error, "background WAL checkpoint failed");
+                        wait = IDLE;
+                    }
                 }
             }
         }))
