@@ -32,7 +32,10 @@ impl LiveEvent {
 
 struct Inner {
     events: Vec<LiveEvent>,
+    /// Made for the first subscriber: most runs have none, and a channel holds
+    /// [`CAPACITY`] slots.
     tx: Option<broadcast::Sender<LiveEvent>>,
+    closed: bool,
 }
 
 /// A run in progress.
@@ -42,11 +45,11 @@ pub(crate) struct LiveRun {
 
 impl LiveRun {
     fn new() -> Self {
-        let (tx, _) = broadcast::channel(CAPACITY);
         Self {
             inner: Mutex::new(Inner {
                 events: Vec::new(),
-                tx: Some(tx),
+                tx: None,
+                closed: false,
             }),
         }
     }
@@ -66,11 +69,16 @@ impl LiveRun {
 
     /// The events so far and a receiver of the next ones (`None` once closed).
     pub(crate) fn subscribe(&self) -> (Vec<LiveEvent>, Option<broadcast::Receiver<LiveEvent>>) {
-        let inner = self.lock();
-        (
-            inner.events.clone(),
-            inner.tx.as_ref().map(|tx| tx.subscribe()),
-        )
+        let mut inner = self.lock();
+        let receiver = if inner.closed {
+            None
+        } else {
+            let tx = inner
+                .tx
+                .get_or_insert_with(|| broadcast::channel(CAPACITY).0);
+            Some(tx.subscribe())
+        };
+        (inner.events.clone(), receiver)
     }
 
     /// The events after `seq` (for a subscriber that fell behind).
@@ -84,7 +92,9 @@ impl LiveRun {
     }
 
     fn close(&self) {
-        self.lock().tx = None;
+        let mut inner = self.lock();
+        inner.closed = true;
+        inner.tx = None;
     }
 }
 
@@ -116,5 +126,47 @@ impl LiveRuns {
         if let Some(run) = self.lock().remove(run_id) {
             run.close();
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn event(seq: u64, kind: &'static str) -> LiveEvent {
+        LiveEvent {
+            seq,
+            kind,
+            data: "{}".into(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_subscriber_gets_the_events_so_far_then_each_new_one_then_the_close() {
+        let runs = LiveRuns::default();
+        let run = runs.open("r");
+        run.publish(event(1, "run_started"));
+        let (past, receiver) = run.subscribe();
+        let mut receiver = receiver.expect("a run in progress has a receiver");
+        assert_eq!(past, [event(1, "run_started")]);
+        run.publish(event(2, "run_finished"));
+        assert_eq!(receiver.recv().await.unwrap(), event(2, "run_finished"));
+        runs.close("r");
+        assert!(matches!(
+            receiver.recv().await,
+            Err(broadcast::error::RecvError::Closed)
+        ));
+        assert!(runs.get("r").is_none());
+    }
+
+    #[test]
+    fn a_subscriber_after_the_close_gets_the_events_and_no_receiver() {
+        let runs = LiveRuns::default();
+        let run = runs.open("r");
+        run.publish(event(1, "run_started"));
+        runs.close("r");
+        let (past, receiver) = run.subscribe();
+        assert_eq!(past.len(), 1);
+        assert!(receiver.is_none());
     }
 }
