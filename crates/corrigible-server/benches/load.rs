@@ -2,7 +2,7 @@
 //! two ceilings that bound them, all in one process and one run:
 //!
 //! 1. a bare axum route behind the same connection handling (the HTTP stack's ceiling);
-//! 2. SQLite's write ceiling for our event rows (the writer's batched transactions, no HTTP);
+//! 2. SQLite's write ceiling for our rows (whole runs in the writer's batches, no HTTP);
 //! 3. the full server on SQLite (a calculator call and a final answer per run);
 //! 4. with `LOAD_POSTGRES_URL` set: the full server on Postgres, with 1 and 2 instances
 //!    sharing the database (the clients alternate between the instances).
@@ -12,14 +12,16 @@
 //! and p50/p90/p99 latency. Without `--bench` (as under `cargo test --benches`) it runs a
 //! 20-run smoke test.
 
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::routing::post;
-use corrigible::{Agent, ToolRegistry};
+use corrigible::{Agent, RunOptions, ToolRegistry, TraceEvent, TraceSink};
 use corrigible_models::ReplayModel;
-use corrigible_server::store::{NewRun, RunStore, SqliteStore, StoredEvent, now_ms};
+use corrigible_server::store::{
+    Ending, NewRun, RunEnd, RunStore, SqliteStore, StoredEvent, now_ms,
+};
 use corrigible_server::{AppState, ServerConfig, open_store, replay_factory, serve_listener};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
@@ -106,14 +108,7 @@ struct Server {
 impl Server {
     async fn start(db: &str, concurrency: usize) -> Self {
         let replay = ReplayModel::from_str(REPLAY).expect("replay parses");
-        let mut tools = ToolRegistry::new();
-        tools
-            .register_typed(corrigible_tools::Calculator)
-            .expect("calculator registers");
-        let agent = Agent::builder(replay.restarted())
-            .tools(tools)
-            .build()
-            .expect("agent builds");
+        let agent = replay_agent();
         let config = ServerConfig {
             db: db.to_string(),
             max_concurrent_model_calls: concurrency,
@@ -173,52 +168,104 @@ async fn bare_route() -> Bare {
     Bare(base, stop, task)
 }
 
-/// SQLite's ceiling for our rows: `runs` runs of 8 events of a realistic size, inserted and
-/// written in batches of 64 events per transaction, as the store writer does.
+/// Records a run's trace events as the server stores them: `type` and JSON.
+#[derive(Default)]
+struct Recorded(Mutex<Vec<(String, String)>>);
+
+impl TraceSink for Recorded {
+    fn event(&self, event: &TraceEvent) {
+        let data = serde_json::to_string(event).expect("events serialize");
+        let kind = serde_json::from_str::<Value>(&data).expect("events are JSON")["type"]
+            .as_str()
+            .expect("events have a type")
+            .to_string();
+        self.0.lock().expect("not poisoned").push((kind, data));
+    }
+}
+
+/// SQLite's ceiling for our rows: the rows of `runs` runs of the server phase (the run, its
+/// trace events and its report, taken from one real run of the same agent), written through
+/// the store's `write_batch` in batches of 64 whole runs, one transaction each, with no HTTP
+/// and no engine. The server writes each run in two batches (its start, then its events and
+/// ending), so this bounds it from above.
 async fn sqlite_write_ceiling(runs: usize) {
+    let recorded = Arc::new(Recorded::default());
+    let report = replay_agent()
+        .run_with(
+            "What is 2*(3+4)?",
+            RunOptions {
+                sink: Some(recorded.clone()),
+                ..RunOptions::default()
+            },
+        )
+        .await
+        .expect("the replay run completes");
+    let trace = recorded.0.lock().expect("not poisoned").clone();
+
     let dir = tempfile::tempdir().expect("temp dir");
     let db = dir.path().join("ceiling.db").display().to_string();
     let store = SqliteStore::open(&db).await.expect("store opens");
-    let data = format!(
-        "{{\"type\":\"decision\",\"payload\":\"{}\"}}",
-        "x".repeat(300)
-    );
+    let ids: Vec<String> = (0..runs).map(|i| format!("run-{i:08}")).collect();
     let started = Instant::now();
-    let mut batch = Vec::with_capacity(64);
-    for i in 0..runs {
-        let id = format!("run-{i:08}");
-        store
-            .insert_run(&NewRun {
+    for chunk in ids.chunks(64) {
+        let new_runs: Vec<NewRun> = chunk
+            .iter()
+            .map(|id| NewRun {
                 id: id.clone(),
                 created_at: now_ms(),
-                prompt: "What is 2*(3+4)?".into(),
-                model: "replay".into(),
+                prompt: report.prompt.clone(),
+                model: report.model.clone(),
                 protocol: "json".into(),
                 owner: "bench".into(),
             })
-            .await
-            .expect("run inserted");
-        for seq in 1..=8 {
-            batch.push(StoredEvent {
+            .collect();
+        let events: Vec<StoredEvent> = chunk
+            .iter()
+            .flat_map(|id| {
+                trace
+                    .iter()
+                    .zip(1..)
+                    .map(|((kind, data), seq)| StoredEvent {
+                        run_id: id.clone(),
+                        seq,
+                        kind: kind.clone(),
+                        at: now_ms(),
+                        data: data.clone(),
+                    })
+            })
+            .collect();
+        let ends: Vec<Ending> = chunk
+            .iter()
+            .map(|id| Ending {
                 run_id: id.clone(),
-                seq,
-                kind: "decision".into(),
+                end: RunEnd::Finished(Box::new(report.clone())),
                 at: now_ms(),
-                data: data.clone(),
-            });
-            if batch.len() == 64 {
-                store.append_events(&batch).await.expect("events written");
-                batch.clear();
-            }
-        }
+            })
+            .collect();
+        store
+            .write_batch(&new_runs, &events, &ends)
+            .await
+            .expect("batch written");
     }
-    store.append_events(&batch).await.expect("events written");
     let elapsed = started.elapsed().as_secs_f64();
     println!(
-        "load: SQLite write ceiling: {:.0} runs/s ({:.0} event rows/s; one insert per run, 8 events per run in 64-event transactions)",
+        "load: SQLite write ceiling: {:.0} runs/s ({:.0} event rows/s; {} events and a report per run, 64 whole runs per transaction)",
         runs as f64 / elapsed,
-        (runs * 8) as f64 / elapsed
+        (runs * trace.len()) as f64 / elapsed,
+        trace.len()
     );
+}
+
+fn replay_agent() -> Agent {
+    let replay = ReplayModel::from_str(REPLAY).expect("replay parses");
+    let mut tools = ToolRegistry::new();
+    tools
+        .register_typed(corrigible_tools::Calculator)
+        .expect("calculator registers");
+    Agent::builder(replay.restarted())
+        .tools(tools)
+        .build()
+        .expect("agent builds")
 }
 
 struct Stats {
