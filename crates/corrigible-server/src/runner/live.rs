@@ -32,10 +32,15 @@ impl LiveEvent {
 
 struct Inner {
     events: Vec<LiveEvent>,
-    /// Made for the first subscriber: most runs have none, and a channel holds
-    /// [`CAPACITY`] slots.
-    tx: Option<broadcast::Sender<LiveEvent>>,
-    closed: bool,
+    channel: Channel,
+}
+
+/// A run's broadcast channel: made for its first subscriber, as most runs have none and a
+/// channel holds [`CAPACITY`] slots; dropped when the run ends.
+enum Channel {
+    Unopened,
+    Open(broadcast::Sender<LiveEvent>),
+    Closed,
 }
 
 /// A run in progress.
@@ -48,8 +53,7 @@ impl LiveRun {
         Self {
             inner: Mutex::new(Inner {
                 events: Vec::new(),
-                tx: None,
-                closed: false,
+                channel: Channel::Unopened,
             }),
         }
     }
@@ -61,7 +65,7 @@ impl LiveRun {
     /// Keeps `event` and sends it to the subscribers.
     pub(crate) fn publish(&self, event: LiveEvent) {
         let mut inner = self.lock();
-        if let Some(tx) = &inner.tx {
+        if let Channel::Open(tx) = &inner.channel {
             let _ = tx.send(event.clone());
         }
         inner.events.push(event);
@@ -70,13 +74,14 @@ impl LiveRun {
     /// The events so far and a receiver of the next ones (`None` once closed).
     pub(crate) fn subscribe(&self) -> (Vec<LiveEvent>, Option<broadcast::Receiver<LiveEvent>>) {
         let mut inner = self.lock();
-        let receiver = if inner.closed {
-            None
-        } else {
-            let tx = inner
-                .tx
-                .get_or_insert_with(|| broadcast::channel(CAPACITY).0);
-            Some(tx.subscribe())
+        let receiver = match &inner.channel {
+            Channel::Closed => None,
+            Channel::Open(tx) => Some(tx.subscribe()),
+            Channel::Unopened => {
+                let (tx, receiver) = broadcast::channel(CAPACITY);
+                inner.channel = Channel::Open(tx);
+                Some(receiver)
+            }
         };
         (inner.events.clone(), receiver)
     }
@@ -92,9 +97,7 @@ impl LiveRun {
     }
 
     fn close(&self) {
-        let mut inner = self.lock();
-        inner.closed = true;
-        inner.tx = None;
+        self.lock().channel = Channel::Closed;
     }
 }
 

@@ -209,10 +209,7 @@ impl RunStore for SqliteStore {
         if events.is_empty() {
             return Ok(());
         }
-        let mut tx = self.pool.begin().await?;
-        Writes::new().events(events).execute(&mut tx).await?;
-        tx.commit().await?;
-        Ok(())
+        self.write_batch(&[], events, &[]).await
     }
 
     async fn write_batch(
