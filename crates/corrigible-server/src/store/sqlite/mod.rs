@@ -51,6 +51,36 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
     }
 }
 
+/// Connects the pool. Its first connection switches a new file to WAL, which needs the
+/// file's write lock; SQLite answers "database is locked" at once, without waiting its busy
+/// timeout, to a connection that would otherwise deadlock with another one doing the same.
+/// So instances that start together on a new file retry that for a few seconds.
+async fn connect(
+    pool: SqlitePoolOptions,
+    options: SqliteConnectOptions,
+) -> Result<SqlitePool, StoreError> {
+    let mut tries = 0;
+    loop {
+        match pool.clone().connect_with(options.clone()).await {
+            Ok(pool) => return Ok(pool),
+            Err(error) if tries < 50 && is_busy(&error) => {
+                tries += 1;
+                tokio::time::sleep(Duration::from_millis(20 + 10 * tries)).await;
+            }
+            Err(error) => return Err(error.into()),
+        }
+    }
+}
+
+/// `true` for SQLite's `SQLITE_BUSY` and its extended codes.
+fn is_busy(error: &sqlx::Error) -> bool {
+    error
+        .as_database_error()
+        .and_then(|error| error.code())
+        .and_then(|code| code.parse::<i32>().ok())
+        .is_some_and(|code| code & 0xff == 5)
+}
+
 impl SqliteStore {
     /// Opens (creating when missing) the database at `url`, a `sqlite:` URL or a file path,
     /// in WAL mode, and applies the embedded migrations.
@@ -83,9 +113,8 @@ impl SqliteStore {
         }
         // A connection to a file does not go stale the way a network one does; testing it
         // on every acquire is one more round trip to its worker thread per statement.
-        .test_before_acquire(false)
-        .connect_with(options)
-        .await?;
+        .test_before_acquire(false);
+        let pool = connect(pool, options).await?;
         migrate(&pool).await?;
         let _checkpoints = (!memory).then(|| Arc::new(Checkpoints::spawn(pool.clone())));
         Ok(Self { pool, _checkpoints })
@@ -380,5 +409,27 @@ impl RunStore for SqliteStore {
 
     fn breakers(&self) -> Arc<dyn BreakerStore> {
         Arc::new(self.clone())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::SqliteStore;
+
+    #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+    async fn instances_that_open_one_new_file_together_all_start() {
+        for round in 0..20 {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("runs.db").display().to_string();
+            let opens = (0..6).map(|_| {
+                let path = path.clone();
+                tokio::spawn(async move { SqliteStore::open(&path).await })
+            });
+            for open in opens.collect::<Vec<_>>() {
+                if let Err(error) = open.await.unwrap() {
+                    panic!("round {round}: {error}");
+                }
+            }
+        }
     }
 }
