@@ -1,12 +1,16 @@
 //! K-quant weight matrices kept in the file's layout, row after row, so that they are read in
-//! place from the mapped file. A kernel reads several rows per pass for one activation vector
-//! (decode), or four rows for four vectors at a time (prefill), unpacking each weight block
-//! once per pass. On a CPU with AMX or AVX-512 VNNI, prefill of several vectors goes to the tile
-//! kernels of `ktiles.rs` instead (`ktiles::TILE_MIN_VECTORS`, `ktiles::VNNI_MIN_VECTORS`).
+//! place from the mapped file, or interleaved by groups of 16 rows on a CPU with AVX-512 VNNI
+//! (`kgroups`), whose kernels then take every product the tile kernels do not. Read by rows,
+//! a kernel reads several rows per pass for one activation vector (decode), or four rows for
+//! four vectors at a time (prefill), unpacking each weight block once per pass. On a CPU with
+//! AMX or AVX-512 VNNI, prefill of several vectors goes to the tile kernels of `ktiles.rs`
+//! (`ktiles::TILE_MIN_VECTORS`, `ktiles::VNNI_MIN_VECTORS`).
 
 use std::marker::PhantomData;
 use std::ops::Range;
+use std::sync::Arc;
 
+use super::kgroups::{self, GroupKernel, Groups};
 use super::mapped::Bytes;
 use super::q8k::{K_BLOCK, KAct, Q8KVectors};
 use super::quad::MatrixError;
@@ -57,13 +61,23 @@ pub trait Kernel {
     -> [[f32; R]; N];
 }
 
-/// A weight matrix of `rows` rows of `cols` values in the K-quant format `F`, as stored.
+/// A weight matrix of `rows` rows of `cols` values in the K-quant format `F`, as stored or
+/// interleaved for decode.
 #[derive(Clone)]
 pub struct KMatrix<F> {
     rows: usize,
     cols: usize,
-    bytes: Bytes,
+    layout: Layout,
     format: PhantomData<F>,
+}
+
+/// Where a matrix's blocks are.
+#[derive(Clone)]
+enum Layout {
+    /// Row after row, as the file stores them.
+    Rows(Bytes),
+    /// Sixteen rows at a time, interleaved (`kgroups`).
+    Groups(Arc<Groups>),
 }
 
 impl<F: KFormat> std::fmt::Debug for KMatrix<F> {
@@ -89,9 +103,29 @@ impl<F: KFormat> KMatrix<F> {
         Ok(Self {
             rows,
             cols,
-            bytes,
+            layout: Layout::Rows(bytes),
             format: PhantomData,
         })
+    }
+
+    /// The matrix interleaved by groups of 16 rows when this CPU has the decode kernel of
+    /// `F` and the rows fill whole groups, releasing the file's pages; else as it was.
+    pub fn interleaved(self) -> Self
+    where
+        F: GroupKernel,
+    {
+        match &self.layout {
+            Layout::Rows(bytes) if kgroups::wanted(self.rows) => {
+                match Groups::interleave::<F>(bytes, self.rows, self.cols / K_BLOCK) {
+                    Some(groups) => Self {
+                        layout: Layout::Groups(Arc::new(groups)),
+                        ..self
+                    },
+                    None => self,
+                }
+            }
+            _ => self,
+        }
     }
 
     /// Rows (outputs).
@@ -106,13 +140,70 @@ impl<F: KFormat> KMatrix<F> {
 
     /// Whether the weights are read in place from the mapped file.
     pub fn is_mapped(&self) -> bool {
-        self.bytes.is_mapped()
+        matches!(&self.layout, Layout::Rows(bytes) if bytes.is_mapped())
     }
 
-    /// The blocks of row `r` (empty past the last row).
+    /// Whether the rows are interleaved for decode.
+    pub fn is_interleaved(&self) -> bool {
+        matches!(self.layout, Layout::Groups(_))
+    }
+
+    /// The interleaved rows, if they are.
+    pub(crate) fn groups(&self) -> Option<&Groups> {
+        match &self.layout {
+            Layout::Groups(groups) => Some(groups),
+            Layout::Rows(_) => None,
+        }
+    }
+
+    fn row_bytes(&self) -> usize {
+        self.cols / K_BLOCK * F::BLOCK_BYTES
+    }
+
+    /// The blocks of row `r` as stored row after row (empty past the last row, and for an
+    /// interleaved matrix: see [`KMatrix::block`]).
     pub fn row(&self, r: usize) -> &[u8] {
-        let len = self.cols / K_BLOCK * F::BLOCK_BYTES;
-        self.bytes.get(r * len..(r + 1) * len).unwrap_or(&[])
+        let len = self.row_bytes();
+        match &self.layout {
+            Layout::Rows(bytes) => bytes.get(r * len..(r + 1) * len).unwrap_or(&[]),
+            Layout::Groups(_) => &[],
+        }
+    }
+
+    /// Block `b` of row `r` in the file's layout: in place, or gathered into `scratch` (one
+    /// block long) from the groups. `None` past the end.
+    pub(crate) fn block<'a>(
+        &'a self,
+        r: usize,
+        b: usize,
+        scratch: &'a mut [u8],
+    ) -> Option<&'a [u8]> {
+        match &self.layout {
+            Layout::Rows(_) => self
+                .row(r)
+                .get(b * F::BLOCK_BYTES..(b + 1) * F::BLOCK_BYTES),
+            Layout::Groups(groups) => groups.block_into(r, b, scratch).then_some(&*scratch),
+        }
+    }
+
+    /// Rows `r .. r + count` in the file's layout, one after the other: in place, or gathered
+    /// into `scratch`. Rows past the end are left out.
+    fn rows_of<'a>(&'a self, r: usize, count: usize, scratch: &'a mut Vec<u8>) -> &'a [u8] {
+        let len = self.row_bytes();
+        let end = (r + count).min(self.rows);
+        match &self.layout {
+            Layout::Rows(bytes) => bytes.get(r * len..end * len).unwrap_or(&[]),
+            Layout::Groups(groups) => {
+                scratch.clear();
+                scratch.resize(end.saturating_sub(r) * len, 0);
+                for (i, row) in scratch.chunks_exact_mut(len.max(1)).enumerate() {
+                    for (b, block) in row.chunks_exact_mut(F::BLOCK_BYTES).enumerate() {
+                        groups.block_into(r + i, b, block);
+                    }
+                }
+                scratch
+            }
+        }
     }
 
     /// Dot products of rows `rows` with every vector of `x` by `kernel`, written row-major by
@@ -135,22 +226,17 @@ impl<F: KFormat> KMatrix<F> {
         {
             return;
         }
+        let mut scratch = Vec::new();
         if n == 1 {
             let a = x.vector(0);
             let mut r = rows.start;
             for o in out.chunks_exact_mut(4) {
-                let w = [
-                    self.row(r),
-                    self.row(r + 1),
-                    self.row(r + 2),
-                    self.row(r + 3),
-                ];
-                let [dots] = kernel.dot(w, [a]);
+                let [dots] = kernel.dot(self.rows_array::<4>(r, &mut scratch), [a]);
                 o.copy_from_slice(&dots);
                 r += 4;
             }
             for o in out.chunks_exact_mut(4).into_remainder() {
-                let [[dot]] = kernel.dot([self.row(r)], [a]);
+                let [[dot]] = kernel.dot(self.rows_array::<1>(r, &mut scratch), [a]);
                 *o = dot;
                 r += 1;
             }
@@ -159,44 +245,75 @@ impl<F: KFormat> KMatrix<F> {
         let start = rows.start;
         let mut r = start;
         while r + PREFILL_ROWS <= rows.end {
-            self.prefill_tile::<PREFILL_ROWS, K>(r, r - start, x, out, kernel);
+            let w = self.rows_array::<PREFILL_ROWS>(r, &mut scratch);
+            prefill_tile(w, r - start, x, out, kernel);
             r += PREFILL_ROWS;
         }
         for r in r..rows.end {
-            self.prefill_tile::<1, K>(r, r - start, x, out, kernel);
+            prefill_tile(
+                self.rows_array::<1>(r, &mut scratch),
+                r - start,
+                x,
+                out,
+                kernel,
+            );
         }
     }
 
-    /// Rows `r .. r + RT` times every vector of `x`, into `out` from output row `o`.
-    #[inline]
-    fn prefill_tile<const RT: usize, K: Kernel>(
-        &self,
+    /// Rows `r .. r + R` as [`KMatrix::rows_of`] gives them, one slice each (empty past the
+    /// end).
+    fn rows_array<'a, const R: usize>(
+        &'a self,
         r: usize,
-        o: usize,
-        x: &Q8KVectors,
-        out: &mut [f32],
-        kernel: &K,
-    ) {
-        let n = x.len();
-        let w: [&[u8]; RT] = std::array::from_fn(|k| self.row(r + k));
-        let mut put = |t: usize, dots: &[[f32; RT]]| {
-            for (v, dots) in dots.iter().enumerate() {
-                for (k, &d) in dots.iter().enumerate() {
-                    if let Some(slot) = out.get_mut((o + k) * n + t + v) {
-                        *slot = d;
-                    }
+        scratch: &'a mut Vec<u8>,
+    ) -> [&'a [u8]; R] {
+        let len = self.row_bytes();
+        let all = self.rows_of(r, R, scratch);
+        std::array::from_fn(|k| all.get(k * len..(k + 1) * len).unwrap_or(&[]))
+    }
+
+    /// Rows `rows` times every vector of `x` on the interleaved groups, written as
+    /// [`KMatrix::dot_rows_with`] writes them; false, writing nothing, when the rows are not
+    /// interleaved.
+    pub(crate) fn dot_groups(&self, rows: Range<usize>, x: &Q8KVectors, out: &mut [f32]) -> bool
+    where
+        F: GroupKernel,
+    {
+        let Some(groups) = self.groups() else {
+            return false;
+        };
+        kgroups::dot_rows::<F>(groups, rows, x, out);
+        true
+    }
+}
+
+/// Rows `w` (from output row `o`) times every vector of `x`, into `out`.
+#[inline]
+fn prefill_tile<const RT: usize, K: Kernel>(
+    w: [&[u8]; RT],
+    o: usize,
+    x: &Q8KVectors,
+    out: &mut [f32],
+    kernel: &K,
+) {
+    let n = x.len();
+    let mut put = |t: usize, dots: &[[f32; RT]]| {
+        for (v, dots) in dots.iter().enumerate() {
+            for (k, &d) in dots.iter().enumerate() {
+                if let Some(slot) = out.get_mut((o + k) * n + t + v) {
+                    *slot = d;
                 }
             }
-        };
-        let mut t = 0;
-        while t + PREFILL_VECTORS <= n {
-            let v: [KAct<'_>; PREFILL_VECTORS] = std::array::from_fn(|i| x.vector(t + i));
-            put(t, &kernel.dot(w, v));
-            t += PREFILL_VECTORS;
         }
-        for t in t..n {
-            put(t, &kernel.dot(w, [x.vector(t)]));
-        }
+    };
+    let mut t = 0;
+    while t + PREFILL_VECTORS <= n {
+        let v: [KAct<'_>; PREFILL_VECTORS] = std::array::from_fn(|i| x.vector(t + i));
+        put(t, &kernel.dot(w, v));
+        t += PREFILL_VECTORS;
+    }
+    for t in t..n {
+        put(t, &kernel.dot(w, [x.vector(t)]));
     }
 }
 

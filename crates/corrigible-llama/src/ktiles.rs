@@ -153,6 +153,7 @@ mod avx512 {
 
     use super::{K_BLOCK, KMatrix, Out, TILE, TileFormat};
     use crate::amx::Tiles;
+    use crate::kgroups::{GROUP, group_bytes};
     use crate::kmatrix::prefetch;
     use crate::tiled::{SLICE_BYTES, TiledQ8K};
 
@@ -237,6 +238,10 @@ mod avx512 {
         };
         let subs = K_BLOCK / F::SUB;
         let mut weights = [0u8; TILE * K_BLOCK];
+        // Blocks of an interleaved matrix, gathered: a group's 16 rows, or one row (no
+        // format's block is longer than 256 bytes).
+        let mut gathered = [0u8; TILE * K_BLOCK];
+        let mut one = [0u8; K_BLOCK];
         let mut row_scales = [(0f32, 0f32); TILE];
         // Per sub-block and weight row: the scale and the offset.
         let mut scale = [[0f32; TILE]; TILE];
@@ -246,16 +251,29 @@ mod avx512 {
         while r0 < rows.end {
             let live = (rows.end - r0).min(TILE);
             acc.fill([[0.0; TILE]; TILE]);
+            // Interleaved rows that make one whole group are gathered 16 at a time.
+            let group = m
+                .groups()
+                .filter(|_| r0.is_multiple_of(TILE) && live == TILE && TILE == GROUP);
             for b in 0..x.blocks() {
+                let sixteen = &mut gathered[..TILE * F::BLOCK_BYTES];
+                let whole = group.is_some_and(|groups| {
+                    // Stored one after the other: ask for the group's block after next.
+                    let len = group_bytes(F::BLOCK_BYTES);
+                    let blocks = groups.group(r0 / TILE);
+                    prefetch(blocks.as_ptr().wrapping_add((b + 2) * len), len);
+                    groups.blocks_into(r0 / TILE, b, sixteen)
+                });
                 for i in 0..TILE {
                     let w = &mut weights[i * K_BLOCK..(i + 1) * K_BLOCK];
-                    let block = (i < live)
-                        .then(|| {
-                            m.row(r0 + i)
-                                .get(b * F::BLOCK_BYTES..(b + 1) * F::BLOCK_BYTES)
-                        })
-                        .flatten();
-                    if let Some(block) = block {
+                    let block = if whole {
+                        gathered.get(i * F::BLOCK_BYTES..(i + 1) * F::BLOCK_BYTES)
+                    } else {
+                        (i < live)
+                            .then(|| m.block(r0 + i, b, &mut one[..F::BLOCK_BYTES]))
+                            .flatten()
+                    };
+                    if let Some(block) = block.filter(|_| group.is_none()) {
                         // The weight rows are read once, 16 at a time: ask for the row's
                         // block after next while this one is unpacked.
                         prefetch(

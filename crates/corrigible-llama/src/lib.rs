@@ -21,6 +21,7 @@ mod attention;
 mod cache;
 mod embeddings;
 mod head;
+mod kgroups;
 mod kmatrix;
 mod ktiles;
 mod linear;
@@ -161,13 +162,14 @@ impl Llama {
         self.embeddings.vocab(&self.output)
     }
 
-    /// Whether every matrix, the output head included, is read in place from the mapped file.
-    pub fn all_mapped(&self) -> bool {
-        self.output.is_mapped()
+    /// Whether every matrix, the output head included, holds the file's bytes once: read in
+    /// place from the mapping, or interleaved from it for decode.
+    pub fn all_from_file(&self) -> bool {
+        self.output.is_from_file()
             && self.layers.iter().all(|l| {
                 [&l.qkv, &l.wo, &l.gate_up, &l.down]
                     .iter()
-                    .all(|m| m.is_mapped())
+                    .all(|m| m.is_from_file())
             })
     }
 

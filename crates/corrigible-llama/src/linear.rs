@@ -6,6 +6,7 @@ use candle_core::{Device, Module, Result, Tensor};
 use std::ops::Range;
 
 use super::amx::TILE;
+use super::kgroups::GROUP;
 use super::ktiles;
 use super::mapped::Stored;
 use super::parallel::{for_each_piece, inference_threads};
@@ -40,10 +41,10 @@ impl Part {
             GgmlDType::Q4_1 => Q4Matrix::from_ggml(bytes, rows, cols).ok().map(Part::Q4),
             GgmlDType::Q4K => Q4KMatrix::new(bytes.clone(), rows, cols)
                 .ok()
-                .map(Part::Q4K),
+                .map(|m| Part::Q4K(m.interleaved())),
             GgmlDType::Q6K => Q6KMatrix::new(bytes.clone(), rows, cols)
                 .ok()
-                .map(Part::Q6K),
+                .map(|m| Part::Q6K(m.interleaved())),
             _ => None,
         }
     }
@@ -84,11 +85,12 @@ impl Part {
         matches!(self, Part::Q4K(_) | Part::Q6K(_))
     }
 
-    /// Whether the weights are read in place from the mapped file.
-    fn is_mapped(&self) -> bool {
+    /// Whether the weights are the file's bytes, read in place from the mapping or
+    /// interleaved from it, held once.
+    fn is_from_file(&self) -> bool {
         match self {
-            Part::Q4K(m) => m.is_mapped(),
-            Part::Q6K(m) => m.is_mapped(),
+            Part::Q4K(m) => m.is_mapped() || m.is_interleaved(),
+            Part::Q6K(m) => m.is_mapped() || m.is_interleaved(),
             Part::Q8(_) | Part::Q4(_) => false,
         }
     }
@@ -223,10 +225,10 @@ impl Linear {
         }
     }
 
-    /// Whether every weight is read in place from the mapped file.
-    pub fn is_mapped(&self) -> bool {
+    /// Whether every weight is the file's bytes, read in place or interleaved, held once.
+    pub fn is_from_file(&self) -> bool {
         match self {
-            Linear::Kernels { parts, .. } => parts.iter().all(Part::is_mapped),
+            Linear::Kernels { parts, .. } => parts.iter().all(Part::is_from_file),
             Linear::Candle { .. } => false,
         }
     }
@@ -335,12 +337,14 @@ fn by_rows(
     dot_rows: impl Fn(Range<usize>, &mut [f32]) + Sync,
 ) {
     if seq == 1 {
-        for_each_piece(out, rows, 1, 4, dot_rows);
+        // Whole groups of interleaved rows (`kgroups`), which are also whole fours.
+        for_each_piece(out, rows, 1, GROUP, dot_rows);
         return;
     }
     by_row.clear();
     by_row.resize(seq * rows, 0.0);
-    for_each_piece(by_row, rows, seq, 4, dot_rows);
+    // Whole groups too, so that the tile kernels find their 16 rows in one group.
+    for_each_piece(by_row, rows, seq, GROUP, dot_rows);
     transpose(by_row, rows, seq, out);
 }
 

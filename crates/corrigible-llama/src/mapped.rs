@@ -143,6 +143,37 @@ impl Bytes {
     pub fn is_mapped(&self) -> bool {
         matches!(self.source, Source::Mapped(_))
     }
+
+    /// Drops the pages of `range` (offsets into these bytes, widened to whole pages) from
+    /// this process's resident memory once their bytes have been copied elsewhere; they are
+    /// read again from the file, unchanged, if they are ever touched again.
+    #[allow(unsafe_code)]
+    pub(crate) fn release(&self, range: Range<usize>) {
+        #[allow(irrefutable_let_patterns)]
+        let Source::Mapped(map) = &self.source else {
+            return;
+        };
+        let start = self.range.start.saturating_add(range.start);
+        let end = self
+            .range
+            .start
+            .saturating_add(range.end)
+            .min(self.range.end);
+        if start >= end {
+            return;
+        }
+        // SAFETY: the mapping is read-only, so no page of it was ever written: after
+        // MADV_DONTNEED a read faults the file's same bytes back in, and what any borrow of
+        // the mapping sees does not change. The range lies inside the mapping (memmap2
+        // widens it to the page boundary below, still inside).
+        #[cfg(unix)]
+        unsafe {
+            let _ =
+                map.unchecked_advise_range(memmap2::UncheckedAdvice::DontNeed, start, end - start);
+        }
+        #[cfg(not(unix))]
+        let _ = map;
+    }
 }
 
 impl Deref for Bytes {
@@ -157,5 +188,62 @@ impl Deref for Bytes {
             Source::Owned(v) => v,
         };
         all.get(self.range.clone()).unwrap_or(&[])
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    /// The resident pages of the process's mapping of `path`, from `/proc/self/smaps`.
+    #[cfg(target_os = "linux")]
+    fn resident_kib(path: &Path) -> u64 {
+        let smaps = std::fs::read_to_string("/proc/self/smaps").expect("smaps");
+        let name = path.display().to_string();
+        let mut inside = false;
+        let mut kib = 0;
+        for line in smaps.lines() {
+            if line.contains('-') && line.split_whitespace().count() >= 5 {
+                inside = line.ends_with(&name);
+            } else if inside && let Some(rest) = line.strip_prefix("Rss:") {
+                kib += rest
+                    .trim()
+                    .trim_end_matches("kB")
+                    .trim()
+                    .parse::<u64>()
+                    .unwrap_or(0);
+            }
+        }
+        kib
+    }
+
+    #[test]
+    fn released_pages_leave_memory_and_read_back_unchanged() {
+        let dir = tempfile::tempdir().expect("dir");
+        let path = dir.path().join("weights.bin");
+        let data: Vec<u8> = (0..4 << 20).map(|i| (i % 251) as u8).collect();
+        std::fs::write(&path, &data).expect("write");
+        let file = MappedFile::open(&path).expect("map");
+        let bytes = Bytes {
+            source: Source::Mapped(Arc::clone(&file.map)),
+            range: 4096..data.len(),
+        };
+        let sum: u64 = bytes.iter().map(|&b| u64::from(b)).sum();
+        #[cfg(target_os = "linux")]
+        let before = resident_kib(&path);
+        bytes.release(0..bytes.len());
+        #[cfg(target_os = "linux")]
+        {
+            let after = resident_kib(&path);
+            assert!(
+                after + 3000 < before,
+                "{before} kB resident before, {after} after"
+            );
+        }
+        assert_eq!(bytes.iter().map(|&b| u64::from(b)).sum::<u64>(), sum);
+        assert_eq!(bytes[..], data[4096..]);
+        let (from, to) = (10, 5);
+        bytes.release(from..to);
+        bytes.release(0..usize::MAX);
     }
 }

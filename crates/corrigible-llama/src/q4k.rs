@@ -33,7 +33,7 @@ impl Q4KMatrix {
     /// `out[(r - rows.start) * x.len() + t]` is row `r` times vector `t`. Nothing is written
     /// when the shapes disagree.
     pub fn dot_rows(&self, rows: Range<usize>, x: &Q8KVectors, out: &mut [f32]) {
-        if ktiles::dot_rows(self, rows.clone(), x, out) {
+        if ktiles::dot_rows(self, rows.clone(), x, out) || self.dot_groups(rows.clone(), x, out) {
             return;
         }
         #[cfg(target_arch = "x86_64")]
@@ -269,8 +269,18 @@ mod tests {
     use super::super::mapped::Bytes;
     use super::*;
 
+    /// Every path on `rows` rows, stored by rows and, on a CPU with the group kernels and
+    /// rows that fill whole groups, interleaved.
     fn check(bytes: Vec<u8>, dense: &[f32], rows: usize, cols: usize) {
-        let m = Q4KMatrix::new(Bytes::owned(bytes), rows, cols).expect("matrix");
+        let by_rows = Q4KMatrix::new(Bytes::owned(bytes), rows, cols).expect("matrix");
+        let interleaved = by_rows.clone().interleaved();
+        assert_eq!(interleaved.is_interleaved(), crate::kgroups::wanted(rows));
+        for m in [by_rows, interleaved] {
+            check_paths(&m, dense, rows, cols);
+        }
+    }
+
+    fn check_paths(m: &Q4KMatrix, dense: &[f32], rows: usize, cols: usize) {
         for n in [1, 2, 7, 19] {
             let x = vectors(n, cols, 40 + n as u64);
             let mut fast = vec![0f32; rows * n];
@@ -316,6 +326,17 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a minute under Miri, where only the portable path runs"
+    )]
+    fn kernels_match_candles_dequantization_on_whole_groups_of_rows() {
+        let (rows, cols) = (48, 768);
+        let (bytes, dense) = candle_blocks(GgmlDType::Q4K, rows, cols, 41);
+        check(bytes, &dense, rows, cols);
+    }
+
+    #[test]
     fn kernels_match_candles_dequantization_on_random_blocks() {
         let (rows, cols) = (6, 512);
         let bytes = random_blocks(rows * cols / K_BLOCK, Q4K::BLOCK_BYTES, &[0, 2], 32);
@@ -325,7 +346,7 @@ mod tests {
 
     #[test]
     fn extreme_blocks_do_not_saturate() {
-        let (rows, cols) = (4, 256);
+        let (rows, cols) = (16, 256);
         let mut bytes = vec![0xFFu8; rows * Q4K::BLOCK_BYTES];
         for block in bytes.chunks_exact_mut(Q4K::BLOCK_BYTES) {
             block[..2].copy_from_slice(&f16::from_f32(0.5).to_le_bytes());
@@ -338,11 +359,13 @@ mod tests {
             .collect();
         x.quantize(&xs, cols).expect("quantize");
         let m = Q4KMatrix::new(Bytes::owned(bytes), rows, cols).expect("matrix");
-        let mut out = vec![0f32; rows];
-        m.dot_rows(0..rows, &x, &mut out);
-        for (r, &got) in out.iter().enumerate() {
-            let (want, size) = reference(&dense, cols, &x, r, 0);
-            assert!((got as f64 - want).abs() <= 1e-5 * size, "{got} vs {want}");
+        for m in [m.clone(), m.interleaved()] {
+            let mut out = vec![0f32; rows];
+            m.dot_rows(0..rows, &x, &mut out);
+            for (r, &got) in out.iter().enumerate() {
+                let (want, size) = reference(&dense, cols, &x, r, 0);
+                assert!((got as f64 - want).abs() <= 1e-5 * size, "{got} vs {want}");
+            }
         }
     }
 

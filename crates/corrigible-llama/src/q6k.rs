@@ -44,7 +44,7 @@ impl Q6KMatrix {
     /// `out[(r - rows.start) * x.len() + t]` is row `r` times vector `t`. Nothing is written
     /// when the shapes disagree.
     pub fn dot_rows(&self, rows: Range<usize>, x: &Q8KVectors, out: &mut [f32]) {
-        if ktiles::dot_rows(self, rows.clone(), x, out) {
+        if ktiles::dot_rows(self, rows.clone(), x, out) || self.dot_groups(rows.clone(), x, out) {
             return;
         }
         #[cfg(target_arch = "x86_64")]
@@ -280,8 +280,18 @@ mod tests {
     use super::super::mapped::Bytes;
     use super::*;
 
+    /// Every path on `rows` rows, stored by rows and, on a CPU with the group kernels and
+    /// rows that fill whole groups, interleaved.
     fn check(bytes: Vec<u8>, dense: &[f32], rows: usize, cols: usize) {
-        let m = Q6KMatrix::new(Bytes::owned(bytes), rows, cols).expect("matrix");
+        let by_rows = Q6KMatrix::new(Bytes::owned(bytes), rows, cols).expect("matrix");
+        let interleaved = by_rows.clone().interleaved();
+        assert_eq!(interleaved.is_interleaved(), crate::kgroups::wanted(rows));
+        for m in [by_rows, interleaved] {
+            check_paths(&m, dense, rows, cols);
+        }
+    }
+
+    fn check_paths(m: &Q6KMatrix, dense: &[f32], rows: usize, cols: usize) {
         for n in [1, 2, 7, 19] {
             let x = vectors(n, cols, 50 + n as u64);
             let mut fast = vec![0f32; rows * n];
@@ -327,6 +337,17 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(
+        miri,
+        ignore = "a minute under Miri, where only the portable path runs"
+    )]
+    fn kernels_match_candles_dequantization_on_whole_groups_of_rows() {
+        let (rows, cols) = (48, 768);
+        let (bytes, dense) = candle_blocks(GgmlDType::Q6K, rows, cols, 71);
+        check(bytes, &dense, rows, cols);
+    }
+
+    #[test]
     fn kernels_match_candles_dequantization_on_random_blocks() {
         let (rows, cols) = (6, 512);
         let bytes = random_blocks(rows * cols / K_BLOCK, Q6K::BLOCK_BYTES, &[D], 62);
@@ -336,7 +357,7 @@ mod tests {
 
     #[test]
     fn extreme_blocks_do_not_overflow() {
-        let (rows, cols) = (4, 256);
+        let (rows, cols) = (16, 256);
         let mut bytes = vec![0xFFu8; rows * Q6K::BLOCK_BYTES];
         for (r, block) in bytes.chunks_exact_mut(Q6K::BLOCK_BYTES).enumerate() {
             // Scales of -128 (row 0) or 127 (others), values all 63.
@@ -348,11 +369,13 @@ mod tests {
         let xs: Vec<f32> = (0..cols).map(|i| if i == 0 { 1.0 } else { -1.0 }).collect();
         x.quantize(&xs, cols).expect("quantize");
         let m = Q6KMatrix::new(Bytes::owned(bytes), rows, cols).expect("matrix");
-        let mut out = vec![0f32; rows];
-        m.dot_rows(0..rows, &x, &mut out);
-        for (r, &got) in out.iter().enumerate() {
-            let (want, size) = reference(&dense, cols, &x, r, 0);
-            assert!((got as f64 - want).abs() <= 1e-5 * size, "{got} vs {want}");
+        for m in [m.clone(), m.interleaved()] {
+            let mut out = vec![0f32; rows];
+            m.dot_rows(0..rows, &x, &mut out);
+            for (r, &got) in out.iter().enumerate() {
+                let (want, size) = reference(&dense, cols, &x, r, 0);
+                assert!((got as f64 - want).abs() <= 1e-5 * size, "{got} vs {want}");
+            }
         }
     }
 }

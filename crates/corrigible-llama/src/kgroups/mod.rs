@@ -1,0 +1,331 @@
+//! K-quant weight rows interleaved sixteen at a time, for decode on AVX-512 VNNI.
+//!
+//! Decode multiplies every weight row with one activation vector. Read row by row, each
+//! block's sums end in a horizontal add, and its scales are unpacked one row at a time. Here
+//! the blocks `b` of sixteen consecutive rows are stored together, word by word: 64 bytes
+//! hold the same four bytes of all sixteen blocks, so that one 512-bit register holds one
+//! 32-bit lane per row. `vpdpbusd` with four activation bytes broadcast to every lane then
+//! adds four products to each row's sum, and the sixteen sums come out in the sixteen lanes,
+//! scaled sixteen rows at a time. The stored bytes are the file's, moved, with the same size
+//! (padded to whole cache lines); the file's pages are released from memory as each matrix
+//! is interleaved, so the weights are held once.
+
+use std::ops::Range;
+
+use super::kmatrix::KFormat;
+use super::mapped::Bytes;
+use super::q8k::{K_BLOCK, KAct, Q8KVectors};
+use super::vnni::Vnni;
+
+mod q4k;
+mod q6k;
+
+/// A K-quant format with kernels over interleaved groups.
+pub(crate) trait GroupKernel: KFormat {
+    /// The 16 rows of the group blocks `blocks` times each vector of `a`, over the blocks all
+    /// of them hold: `out[v][k]` is row `k` times vector `v`.
+    fn dot_group<const N: usize>(vnni: Vnni, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N];
+}
+
+/// Vectors one kernel call reads together.
+const VECTORS: usize = 4;
+
+/// Whether matrices of `rows` rows are interleaved on this CPU: it has the group kernels,
+/// and the rows fill whole groups.
+pub(crate) fn wanted(rows: usize) -> bool {
+    rows > 0 && rows.is_multiple_of(GROUP) && Vnni::detect().is_some()
+}
+
+/// Rows `rows` of `groups` times every vector of `x` into `out`, row-major by weight row:
+/// `out[(r - rows.start) * x.len() + t]` is row `r` times vector `t`. A group only partly
+/// inside `rows` is computed whole and cut. Nothing is written when the shapes disagree.
+pub(crate) fn dot_rows<F: GroupKernel>(
+    groups: &Groups,
+    rows: Range<usize>,
+    x: &Q8KVectors,
+    out: &mut [f32],
+) {
+    let Some(vnni) = Vnni::detect() else {
+        return;
+    };
+    let n = x.len();
+    if rows.start > rows.end
+        || rows.end > groups.rows()
+        || out.len() != rows.len() * n
+        || x.cols() != groups.blocks * K_BLOCK
+    {
+        return;
+    }
+    let mut put = |g: usize, t: usize, dots: &[[f32; GROUP]]| {
+        let first = (g * GROUP).max(rows.start);
+        let end = ((g + 1) * GROUP).min(rows.end);
+        for r in first..end {
+            for (v, dots) in dots.iter().enumerate() {
+                out[(r - rows.start) * n + t + v] = dots[r - g * GROUP];
+            }
+        }
+    };
+    for g in rows.start / GROUP..rows.end.div_ceil(GROUP) {
+        let blocks = groups.group(g);
+        let mut t = 0;
+        while t + VECTORS <= n {
+            let a: [KAct<'_>; VECTORS] = std::array::from_fn(|v| x.vector(t + v));
+            put(g, t, &F::dot_group(vnni, blocks, a));
+            t += VECTORS;
+        }
+        match n - t {
+            1 => put(g, t, &F::dot_group(vnni, blocks, [x.vector(t)])),
+            2 => put(
+                g,
+                t,
+                &F::dot_group(vnni, blocks, [x.vector(t), x.vector(t + 1)]),
+            ),
+            3 => {
+                let a = [x.vector(t), x.vector(t + 1), x.vector(t + 2)];
+                put(g, t, &F::dot_group(vnni, blocks, a));
+            }
+            _ => {}
+        }
+    }
+}
+
+/// Rows interleaved together: one 32-bit lane each in a 512-bit register.
+pub(crate) const GROUP: usize = 16;
+
+/// Bytes of a cache line; every group block starts on one.
+const LINE: usize = 64;
+
+/// The bytes of 16 blocks interleaved, padded to whole cache lines.
+pub(crate) const fn group_bytes(block_bytes: usize) -> usize {
+    (GROUP * block_bytes).div_ceil(LINE) * LINE
+}
+
+/// Where byte `j` of the block of row `k` (of 16) goes in a group block of `block_bytes`
+/// blocks: the block's whole 32-bit words word by word, 16 rows each, then the bytes left
+/// over (Q6_K's final 2-byte scale), row by row.
+#[inline]
+const fn at(block_bytes: usize, k: usize, j: usize) -> usize {
+    let words = block_bytes / 4;
+    if j < 4 * words {
+        LINE * (j / 4) + 4 * k + j % 4
+    } else {
+        LINE * words + (block_bytes - 4 * words) * k + (j - 4 * words)
+    }
+}
+
+/// Interleaves the groups from `first` on of the rows in `bytes` into `out`, whole groups of
+/// `blocks` blocks of `block_bytes`.
+fn copy_groups(bytes: &[u8], block_bytes: usize, blocks: usize, first: usize, out: &mut [u8]) {
+    let (row_bytes, group) = (blocks * block_bytes, group_bytes(block_bytes));
+    let words = block_bytes / 4;
+    for (g, rows_out) in out.chunks_exact_mut(blocks * group).enumerate() {
+        let from = (first + g) * GROUP * row_bytes;
+        for k in 0..GROUP {
+            let Some(row) = bytes.get(from + k * row_bytes..from + (k + 1) * row_bytes) else {
+                return;
+            };
+            for (block, out) in row
+                .chunks_exact(block_bytes)
+                .zip(rows_out.chunks_exact_mut(group))
+            {
+                for (w, word) in block.chunks_exact(4).enumerate() {
+                    out[LINE * w + 4 * k..LINE * w + 4 * k + 4].copy_from_slice(word);
+                }
+                let tail = &block[4 * words..];
+                let to = at(block_bytes, k, 4 * words);
+                out[to..to + tail.len()].copy_from_slice(tail);
+            }
+        }
+    }
+}
+
+/// A K-quant matrix's rows, 16 at a time, each group's blocks one after the other.
+pub(crate) struct Groups {
+    /// Memory with room to start on a cache line.
+    buf: Vec<u8>,
+    /// Offset of the first group in `buf`.
+    start: usize,
+    /// Bytes of all the groups.
+    len: usize,
+    /// Blocks per row.
+    blocks: usize,
+    rows: usize,
+    block_bytes: usize,
+}
+
+impl Groups {
+    /// Interleaves the `rows` rows of `blocks` blocks of `F` held in `bytes`, releasing the
+    /// pages of `bytes` from memory as they are copied; `None` unless the rows fill whole
+    /// groups and `bytes` holds exactly them.
+    pub(crate) fn interleave<F: KFormat>(
+        bytes: &Bytes,
+        rows: usize,
+        blocks: usize,
+    ) -> Option<Self> {
+        let block_bytes = F::BLOCK_BYTES;
+        let row_bytes = blocks * block_bytes;
+        if rows == 0 || !rows.is_multiple_of(GROUP) || bytes.len() != rows * row_bytes {
+            return None;
+        }
+        let group = group_bytes(block_bytes);
+        let len = rows / GROUP * blocks * group;
+        let mut buf = vec![0u8; len + LINE];
+        let start = buf.as_ptr().align_offset(LINE).min(LINE);
+        // Copied and released by about 4 MiB of the source, so that the copy and the source
+        // are never both held whole.
+        let per_piece = ((4 << 20) / (GROUP * row_bytes).max(1)).max(1);
+        let out = &mut buf[start..start + len];
+        let pieces = out
+            .chunks_mut(per_piece * blocks * group)
+            .enumerate()
+            .map(|(i, piece)| (i * per_piece, piece));
+        for (first, piece) in pieces {
+            copy_groups(bytes, block_bytes, blocks, first, piece);
+            let end = first + piece.len() / (blocks * group);
+            bytes.release(first * GROUP * row_bytes..end * GROUP * row_bytes);
+        }
+        bytes.release(0..bytes.len());
+        Some(Self {
+            buf,
+            start,
+            len,
+            blocks,
+            rows,
+            block_bytes,
+        })
+    }
+
+    /// Rows held.
+    pub(crate) fn rows(&self) -> usize {
+        self.rows
+    }
+
+    fn all(&self) -> &[u8] {
+        &self.buf[self.start..self.start + self.len]
+    }
+
+    /// The group blocks of rows `16 g .. 16 g + 16`, block after block (empty past the end).
+    pub(crate) fn group(&self, g: usize) -> &[u8] {
+        let len = self.blocks * group_bytes(self.block_bytes);
+        self.all().get(g * len..(g + 1) * len).unwrap_or(&[])
+    }
+
+    /// Writes block `b` of the 16 rows of group `g` into `out`, one after the other as the
+    /// file holds them; false, writing nothing, past the end or when `out` is not 16 blocks
+    /// long.
+    pub(crate) fn blocks_into(&self, g: usize, b: usize, out: &mut [u8]) -> bool {
+        let group = group_bytes(self.block_bytes);
+        let Some(blocks) = self
+            .group(g)
+            .get(b * group..(b + 1) * group)
+            .filter(|_| b < self.blocks && out.len() == GROUP * self.block_bytes)
+        else {
+            return false;
+        };
+        let words = self.block_bytes / 4;
+        let (body, tails) = blocks.split_at(LINE * words);
+        for (w, line) in body.chunks_exact(LINE).enumerate() {
+            for (word, block) in line
+                .chunks_exact(4)
+                .zip(out.chunks_exact_mut(self.block_bytes))
+            {
+                block[4 * w..4 * w + 4].copy_from_slice(word);
+            }
+        }
+        let tail = self.block_bytes - 4 * words;
+        if tail > 0 {
+            for (from, block) in tails
+                .chunks_exact(tail)
+                .zip(out.chunks_exact_mut(self.block_bytes))
+            {
+                block[4 * words..].copy_from_slice(from);
+            }
+        }
+        true
+    }
+
+    /// Writes block `b` of row `r` into `out` as the file holds it; false, writing nothing,
+    /// past the end or when `out` is not one block long.
+    pub(crate) fn block_into(&self, r: usize, b: usize, out: &mut [u8]) -> bool {
+        let group = group_bytes(self.block_bytes);
+        let Some(blocks) = self
+            .group(r / GROUP)
+            .get(b * group..(b + 1) * group)
+            .filter(|_| b < self.blocks && out.len() == self.block_bytes)
+        else {
+            return false;
+        };
+        let (k, words) = (r % GROUP, self.block_bytes / 4);
+        for (w, word) in out.chunks_exact_mut(4).enumerate() {
+            word.copy_from_slice(&blocks[LINE * w + 4 * k..LINE * w + 4 * k + 4]);
+        }
+        let from = at(self.block_bytes, k, 4 * words);
+        let tail = &mut out[4 * words..];
+        let len = tail.len();
+        tail.copy_from_slice(&blocks[from..from + len]);
+        true
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    struct Odd;
+    impl KFormat for Odd {
+        const FORMAT: &'static str = "odd";
+        const BLOCK_BYTES: usize = 10;
+    }
+
+    #[test]
+    fn every_byte_has_its_own_place_in_the_group() {
+        for block_bytes in [10, 144, 210] {
+            let mut seen = vec![false; group_bytes(block_bytes)];
+            for k in 0..GROUP {
+                for j in 0..block_bytes {
+                    let i = at(block_bytes, k, j);
+                    assert!(
+                        !seen[i],
+                        "{block_bytes}: row {k} byte {j} lands on a taken byte"
+                    );
+                    seen[i] = true;
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn rows_come_back_as_stored() {
+        let (rows, blocks) = (48, 3);
+        let data: Vec<u8> = (0..rows * blocks * Odd::BLOCK_BYTES)
+            .map(|i| (i * 7 % 251) as u8)
+            .collect();
+        let groups = Groups::interleave::<Odd>(&Bytes::owned(data.clone()), rows, blocks).unwrap();
+        assert!(
+            Groups::interleave::<Odd>(&Bytes::owned(data[1..].to_vec()), rows, blocks).is_none()
+        );
+        assert_eq!(groups.all().as_ptr().align_offset(LINE), 0);
+        let mut block = [0u8; 10];
+        for r in 0..rows {
+            for b in 0..blocks {
+                assert!(groups.block_into(r, b, &mut block));
+                let at = (r * blocks + b) * 10;
+                assert_eq!(block[..], data[at..at + 10]);
+            }
+        }
+        let mut sixteen = [0u8; 16 * 10];
+        for g in 0..rows / GROUP {
+            for b in 0..blocks {
+                assert!(groups.blocks_into(g, b, &mut sixteen));
+                for (k, block) in sixteen.chunks_exact(10).enumerate() {
+                    let at = ((g * GROUP + k) * blocks + b) * 10;
+                    assert_eq!(block[..], data[at..at + 10]);
+                }
+            }
+        }
+        assert!(!groups.blocks_into(rows / GROUP, 0, &mut sixteen));
+        assert!(!groups.block_into(rows, 0, &mut block));
+        assert!(!groups.block_into(0, blocks, &mut block));
+        assert!(groups.group(rows / GROUP).is_empty());
+    }
+}

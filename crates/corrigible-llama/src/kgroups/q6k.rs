@@ -1,0 +1,184 @@
+//! The decode kernel of Q6_K groups.
+//!
+//! A Q6_K block's 52 words, interleaved, then its 2-byte `d` row by row: words 0-31 the low
+//! nibbles, 32-47 the high bit pairs, 48-51 the sixteen signed scales. For half `h` and
+//! position `p` (of 8), words `16h + p` and `16h + 8 + p` hold low nibbles and word
+//! `32 + 8h + p` the high bits of the values `128h + 32i + 4p + e` (`i` < 4 the quarter, `e`
+//! < 4 the byte), as the row kernel reads them 32 bytes at a time. Each lane sums
+//! `Σ sc Σ (q - 32) y` exactly in 32 bits for its row, starting each sub-block's sum at
+//! `-32 Σ y`.
+
+use super::{GROUP, GroupKernel, group_bytes};
+use crate::q6k::Q6K;
+use crate::q8k::KAct;
+use crate::vnni::Vnni;
+
+impl GroupKernel for Q6K {
+    fn dot_group<const N: usize>(
+        _vnni: Vnni,
+        blocks: &[u8],
+        a: [KAct<'_>; N],
+    ) -> [[f32; GROUP]; N] {
+        #[cfg(target_arch = "x86_64")]
+        {
+            // SAFETY: a `Vnni` exists only on a CPU with AVX-512 F, BW, VL, VNNI, FMA, F16C.
+            #[allow(unsafe_code)]
+            unsafe {
+                avx512::dot_group(blocks, a)
+            }
+        }
+        #[cfg(not(target_arch = "x86_64"))]
+        {
+            let _ = (blocks, a);
+            [[0.0; GROUP]; N]
+        }
+    }
+}
+
+/// Bytes of a group block.
+const GROUP_BYTES: usize = group_bytes(<Q6K as crate::kmatrix::KFormat>::BLOCK_BYTES);
+
+/// Offset of the sixteen `d` in a group block, after the 52 words.
+const D: usize = 52 * 64;
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod avx512 {
+    use std::arch::x86_64::*;
+
+    use super::{D, GROUP, GROUP_BYTES};
+    use crate::kmatrix::prefetch_ahead;
+    use crate::q8k::{K_BLOCK, KAct};
+
+    /// Four activation bytes as one 32-bit lane, in every lane.
+    ///
+    /// # Safety
+    /// `y` must point at four readable bytes.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    unsafe fn broadcast(y: *const i8) -> __m512i {
+        // SAFETY: four readable bytes (the caller's contract); unaligned read.
+        _mm512_set1_epi32(unsafe { y.cast::<i32>().read_unaligned() })
+    }
+
+    /// Adds to `sums[v][i]` the products of quarter `i` of half `h` at the positions
+    /// `4 half .. 4 half + 4` (the sub-block `8h + 2i + half`), each lane a row, with the
+    /// activations of block `y[v]`. Kept out of line: inlined, the compiler hoisted the
+    /// activation broadcasts of a whole block ahead of their products and spilled them
+    /// (as in `q4k::pair`).
+    ///
+    /// # Safety
+    /// `p` must point at a whole group block, and each `y` at a block of 256 activations;
+    /// `h` and `half` must be below 2.
+    #[inline(never)]
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni")]
+    unsafe fn quarters<const N: usize>(
+        p: *const u8,
+        h: usize,
+        half: usize,
+        y: [*const i8; N],
+        mut sums: [[__m512i; 4]; N],
+    ) -> [[__m512i; 4]; N] {
+        let low = _mm512_set1_epi8(0x0F);
+        let high = _mm512_set1_epi8(0x30);
+        for p4 in 0..4 {
+            let at = 4 * half + p4;
+            let word = |w: usize| {
+                let w = p.wrapping_add(64 * w);
+                prefetch_ahead(w, 64);
+                // SAFETY: `w < 52` words of the group block (the caller's contract);
+                // unaligned load.
+                unsafe { _mm512_loadu_si512(w.cast()) }
+            };
+            let (l0, l1, hb) = (
+                word(16 * h + at),
+                word(16 * h + 8 + at),
+                word(32 + 8 * h + at),
+            );
+            let quarters = [
+                _mm512_or_si512(
+                    _mm512_and_si512(l0, low),
+                    _mm512_and_si512(_mm512_slli_epi16::<4>(hb), high),
+                ),
+                _mm512_or_si512(
+                    _mm512_and_si512(l1, low),
+                    _mm512_and_si512(_mm512_slli_epi16::<2>(hb), high),
+                ),
+                _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi16::<4>(l0), low),
+                    _mm512_and_si512(hb, high),
+                ),
+                _mm512_or_si512(
+                    _mm512_and_si512(_mm512_srli_epi16::<4>(l1), low),
+                    _mm512_and_si512(_mm512_srli_epi16::<2>(hb), high),
+                ),
+            ];
+            for (i, q) in quarters.into_iter().enumerate() {
+                for v in 0..N {
+                    // SAFETY: bytes 128h + 32i + 4at .. + 4 (h < 2, i < 4, at < 8) of the
+                    // block's 256 activations (the caller's contract).
+                    let yv = unsafe { broadcast(y[v].add(128 * h + 32 * i + 4 * at)) };
+                    // Values 0..64 times quants -128..128, four per lane, four times, from
+                    // -32 Σ y: well inside an i32.
+                    sums[v][i] = _mm512_dpbusd_epi32(sums[v][i], q, yv);
+                }
+            }
+        }
+        sums
+    }
+
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
+    pub(super) fn dot_group<const N: usize>(blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+        let nb = a
+            .iter()
+            .fold(blocks.len() / GROUP_BYTES, |n, a| n.min(a.blocks()));
+        let mut acc = [_mm512_setzero_ps(); N];
+        for b in 0..nb {
+            let p = blocks[b * GROUP_BYTES..(b + 1) * GROUP_BYTES].as_ptr();
+            // SAFETY: the group block holds 52 words of 64 bytes and the `d`; `w < 52`;
+            // unaligned load.
+            let word = |w: usize| unsafe { _mm512_loadu_si512(p.add(64 * w).cast()) };
+            // SAFETY: `b < nb <= a[v].q.len() / 256`.
+            let y: [*const i8; N] =
+                std::array::from_fn(|v| unsafe { a[v].q.as_ptr().add(b * K_BLOCK) });
+            let mut total = [_mm512_setzero_si512(); N];
+            for h in 0..2 {
+                for half in 0..2 {
+                    let sums: [[__m512i; 4]; N] = std::array::from_fn(|v| {
+                        std::array::from_fn(|i| {
+                            let s = 16 * b + 8 * h + 2 * i + half;
+                            _mm512_set1_epi32(-32 * i32::from(a[v].sums16[s]))
+                        })
+                    });
+                    // SAFETY: the group block's words and each vector's block of
+                    // activations are readable whole.
+                    let sums = unsafe { quarters(p, h, half, y, sums) };
+                    let scales: [__m512i; 4] = std::array::from_fn(|i| {
+                        let s = 8 * h + 2 * i + half;
+                        // The signed byte `s % 4` of scale word `s / 4`, sign-extended.
+                        let up = _mm_cvtsi32_si128(24 - 8 * (s % 4) as i32);
+                        _mm512_srai_epi32::<24>(_mm512_sll_epi32(word(48 + s / 4), up))
+                    });
+                    for (total, sums) in total.iter_mut().zip(&sums) {
+                        for (&sum, &scale) in sums.iter().zip(&scales) {
+                            *total = _mm512_add_epi32(*total, _mm512_mullo_epi32(sum, scale));
+                        }
+                    }
+                }
+            }
+            // SAFETY: the sixteen `d` (32 bytes) lie at `D` inside the group block.
+            let d = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(p.add(D).cast()) });
+            for v in 0..N {
+                let dy = _mm512_set1_ps(a[v].d[b]);
+                acc[v] =
+                    _mm512_fmadd_ps(_mm512_cvtepi32_ps(total[v]), _mm512_mul_ps(d, dy), acc[v]);
+            }
+        }
+        acc.map(|acc| {
+            let mut out = [0f32; GROUP];
+            // SAFETY: `out` holds 16 f32; unaligned store.
+            unsafe { _mm512_storeu_ps(out.as_mut_ptr(), acc) };
+            out
+        })
+    }
+}
