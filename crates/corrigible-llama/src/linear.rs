@@ -81,6 +81,14 @@ impl Part {
         }
     }
 
+    fn is_interleaved(&self) -> bool {
+        match self {
+            Part::Q4K(m) => m.is_interleaved(),
+            Part::Q6K(m) => m.is_interleaved(),
+            Part::Q8(_) | Part::Q4(_) => false,
+        }
+    }
+
     fn is_k(&self) -> bool {
         matches!(self, Part::Q4K(_) | Part::Q6K(_))
     }
@@ -287,7 +295,14 @@ impl Linear {
                         first = end;
                     }
                 };
-                by_rows(seq, rows, &mut scratch.by_row, out, dot_rows);
+                // Pieces of whole groups where rows are interleaved (`kgroups`), so that no
+                // group is computed twice and the tile kernels find their 16 rows in one.
+                let align = if parts.iter().any(Part::is_interleaved) {
+                    GROUP
+                } else {
+                    4
+                };
+                by_rows(seq, rows, align, &mut scratch.by_row, out, dot_rows);
             }
             Linear::Candle { parts, .. } => {
                 let input = Tensor::from_slice(x, (seq, cols), &Device::Cpu)?;
@@ -332,19 +347,18 @@ fn by_tokens(seq: usize, rows: usize, parts: &[Part], x: &Activations, out: &mut
 fn by_rows(
     seq: usize,
     rows: usize,
+    align: usize,
     by_row: &mut Vec<f32>,
     out: &mut [f32],
     dot_rows: impl Fn(Range<usize>, &mut [f32]) + Sync,
 ) {
     if seq == 1 {
-        // Whole groups of interleaved rows (`kgroups`), which are also whole fours.
-        for_each_piece(out, rows, 1, GROUP, dot_rows);
+        for_each_piece(out, rows, 1, align, dot_rows);
         return;
     }
     by_row.clear();
     by_row.resize(seq * rows, 0.0);
-    // Whole groups too, so that the tile kernels find their 16 rows in one group.
-    for_each_piece(by_row, rows, seq, GROUP, dot_rows);
+    for_each_piece(by_row, rows, seq, align, dot_rows);
     transpose(by_row, rows, seq, out);
 }
 
