@@ -218,6 +218,7 @@ mod tests {
     }
 
     #[test]
+    #[cfg_attr(miri, ignore = "Miri cannot map a file")]
     fn released_pages_leave_memory_and_read_back_unchanged() {
         let dir = tempfile::tempdir().expect("dir");
         let path = dir.path().join("weights.bin");
