@@ -273,7 +273,7 @@ mod avx512 {
                             .then(|| m.block(r0 + i, b, &mut one[..F::BLOCK_BYTES]))
                             .flatten()
                     };
-                    if let Some(block) = block.filter(|_| group.is_none()) {
+                    if let Some(block) = block.filter(|_| m.groups().is_none()) {
                         // The weight rows are read once, 16 at a time: ask for the row's
                         // block after next while this one is unpacked.
                         prefetch(

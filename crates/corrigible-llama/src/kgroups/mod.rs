@@ -1,4 +1,5 @@
-//! K-quant weight rows interleaved sixteen at a time, for decode on AVX-512 VNNI.
+//! K-quant weight rows interleaved sixteen at a time, for decode on AVX-512 VNNI (and the
+//! products of fewer vectors than the tile kernels take).
 //!
 //! Decode multiplies every weight row with one activation vector. Read row by row, each
 //! block's sums end in a horizontal add, and its scales are unpacked one row at a time. Here
@@ -19,6 +20,30 @@ use super::vnni::Vnni;
 
 mod q4k;
 mod q6k;
+
+/// Rows interleaved together: one 32-bit lane each in a 512-bit register.
+pub(crate) const GROUP: usize = 16;
+
+/// Bytes of a cache line; every group block starts on one.
+const LINE: usize = 64;
+
+/// The bytes of 16 blocks interleaved, padded to whole cache lines.
+pub(crate) const fn group_bytes(block_bytes: usize) -> usize {
+    (GROUP * block_bytes).div_ceil(LINE) * LINE
+}
+
+/// Where byte `j` of the block of row `k` (of 16) goes in a group block of `block_bytes`
+/// blocks: the block's whole 32-bit words word by word, 16 rows each, then the bytes left
+/// over (Q6_K's final 2-byte scale), row by row.
+#[inline]
+const fn at(block_bytes: usize, k: usize, j: usize) -> usize {
+    let words = block_bytes / 4;
+    if j < 4 * words {
+        LINE * (j / 4) + 4 * k + j % 4
+    } else {
+        LINE * words + (block_bytes - 4 * words) * k + (j - 4 * words)
+    }
+}
 
 /// A K-quant format with kernels over interleaved groups.
 pub(crate) trait GroupKernel: KFormat {
@@ -86,30 +111,6 @@ pub(crate) fn dot_rows<F: GroupKernel>(
             }
             _ => {}
         }
-    }
-}
-
-/// Rows interleaved together: one 32-bit lane each in a 512-bit register.
-pub(crate) const GROUP: usize = 16;
-
-/// Bytes of a cache line; every group block starts on one.
-const LINE: usize = 64;
-
-/// The bytes of 16 blocks interleaved, padded to whole cache lines.
-pub(crate) const fn group_bytes(block_bytes: usize) -> usize {
-    (GROUP * block_bytes).div_ceil(LINE) * LINE
-}
-
-/// Where byte `j` of the block of row `k` (of 16) goes in a group block of `block_bytes`
-/// blocks: the block's whole 32-bit words word by word, 16 rows each, then the bytes left
-/// over (Q6_K's final 2-byte scale), row by row.
-#[inline]
-const fn at(block_bytes: usize, k: usize, j: usize) -> usize {
-    let words = block_bytes / 4;
-    if j < 4 * words {
-        LINE * (j / 4) + 4 * k + j % 4
-    } else {
-        LINE * words + (block_bytes - 4 * words) * k + (j - 4 * words)
     }
 }
 

@@ -54,7 +54,8 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
 /// Connects the pool. Its first connection switches a new file to WAL, which needs the
 /// file's write lock; SQLite answers "database is locked" at once, without waiting its busy
 /// timeout, to a connection that would otherwise deadlock with another one doing the same.
-/// So instances that start together on a new file retry that for a few seconds.
+/// So instances that start together on a new file retry that, waiting a little longer each
+/// time, for up to about 14 s in all.
 async fn connect(
     pool: SqlitePoolOptions,
     options: SqliteConnectOptions,
