@@ -45,6 +45,20 @@ const fn at(block_bytes: usize, k: usize, j: usize) -> usize {
     }
 }
 
+/// Four activation bytes as one 32-bit lane, in every lane: the operand that the group
+/// kernels' `vpdpbusd` multiplies with a word of 16 rows.
+///
+/// # Safety
+/// `y` must point at four readable bytes.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[inline]
+#[target_feature(enable = "avx512f")]
+unsafe fn broadcast(y: *const i8) -> std::arch::x86_64::__m512i {
+    // SAFETY: four readable bytes (the caller's contract); unaligned read.
+    std::arch::x86_64::_mm512_set1_epi32(unsafe { y.cast::<i32>().read_unaligned() })
+}
+
 /// A K-quant format with kernels over interleaved groups.
 pub(crate) trait GroupKernel: KFormat {
     /// The 16 rows of the group blocks `blocks` times each vector of `a`, over the blocks all

@@ -41,20 +41,10 @@ const GROUP_BYTES: usize = group_bytes(<Q4K as crate::kmatrix::KFormat>::BLOCK_B
 mod avx512 {
     use std::arch::x86_64::*;
 
+    use super::super::broadcast;
     use super::{GROUP, GROUP_BYTES};
     use crate::kmatrix::prefetch_ahead;
     use crate::q8k::{K_BLOCK, KAct};
-
-    /// Four activation bytes as one 32-bit lane, in every lane.
-    ///
-    /// # Safety
-    /// `y` must point at four readable bytes.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn broadcast(y: *const i8) -> __m512i {
-        // SAFETY: four readable bytes (the caller's contract); unaligned read.
-        _mm512_set1_epi32(unsafe { y.cast::<i32>().read_unaligned() })
-    }
 
     /// The six-bit value of sub-block `s` in each lane, from the words `low` (its low six bits
     /// for `s < 4`, its top two bits for `s >= 4`) and `high` (low or high nibbles for

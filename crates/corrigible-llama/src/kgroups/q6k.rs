@@ -46,20 +46,10 @@ const D: usize = 52 * 64;
 mod avx512 {
     use std::arch::x86_64::*;
 
+    use super::super::broadcast;
     use super::{D, GROUP, GROUP_BYTES};
     use crate::kmatrix::prefetch_ahead;
     use crate::q8k::{K_BLOCK, KAct};
-
-    /// Four activation bytes as one 32-bit lane, in every lane.
-    ///
-    /// # Safety
-    /// `y` must point at four readable bytes.
-    #[inline]
-    #[target_feature(enable = "avx512f")]
-    unsafe fn broadcast(y: *const i8) -> __m512i {
-        // SAFETY: four readable bytes (the caller's contract); unaligned read.
-        _mm512_set1_epi32(unsafe { y.cast::<i32>().read_unaligned() })
-    }
 
     /// Adds to `sums[v][i]` the products of quarter `i` of half `h` at the positions
     /// `4 half .. 4 half + 4` (the sub-block `8h + 2i + half`), each lane a row, with the
