@@ -77,7 +77,7 @@ impl Q8KVectors {
                     .zip(self.sums32.chunks_exact_mut(8)),
             )
         {
-            *d = quantize_block(block, q);
+            *d = quantize(block, q);
             for (s, q) in s16.iter_mut().zip(q.chunks_exact(16)) {
                 *s = q.iter().map(|&v| v as i16).sum();
             }
@@ -121,6 +121,19 @@ impl Q8KVectors {
     }
 }
 
+/// [`quantize_block`], eight values at a time where the CPU has AVX2.
+fn quantize(x: &[f32], q: &mut [i8]) -> f32 {
+    #[cfg(target_arch = "x86_64")]
+    if let (Ok(x), Ok(q)) = (
+        <&[f32; K_BLOCK]>::try_from(x),
+        <&mut [i8; K_BLOCK]>::try_from(&mut *q),
+    ) && let Some(d) = avx2::quantize_block(x, q)
+    {
+        return d;
+    }
+    quantize_block(x, q)
+}
+
 /// Quantizes one block as candle does: the scale maps the value of largest magnitude to
 /// -127, every value is rounded half away from zero; returns the block's scale.
 fn quantize_block(x: &[f32], q: &mut [i8]) -> f32 {
@@ -155,6 +168,81 @@ fn round_half_away(y: f32) -> i32 {
         t - 1
     } else {
         t
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::K_BLOCK;
+
+    /// [`super::quantize_block`] on AVX2, the same values bit for bit; `None` where the CPU
+    /// has no AVX2 (or under Miri).
+    pub(super) fn quantize_block(x: &[f32; K_BLOCK], q: &mut [i8; K_BLOCK]) -> Option<f32> {
+        static SUPPORTED: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+        let supported = *SUPPORTED.get_or_init(|| !cfg!(miri) && is_x86_feature_detected!("avx2"));
+        // SAFETY: the CPU has AVX2, checked just above.
+        supported.then(|| unsafe { block(x, q) })
+    }
+
+    #[target_feature(enable = "avx2")]
+    fn block(x: &[f32; K_BLOCK], q: &mut [i8; K_BLOCK]) -> f32 {
+        let load = |i: usize| {
+            // SAFETY: `i + 8 <= K_BLOCK` at every call below; unaligned load.
+            unsafe { _mm256_loadu_ps(x.as_ptr().add(i)) }
+        };
+        let magnitude = |v: __m256| _mm256_andnot_ps(_mm256_set1_ps(-0.0), v);
+        // `max(a, b)` answers `b` when `a` is NaN: NaN values are passed over, as the scalar
+        // search passes them over.
+        let mut most = _mm256_setzero_ps();
+        for i in (0..K_BLOCK).step_by(8) {
+            most = _mm256_max_ps(magnitude(load(i)), most);
+        }
+        let mut lanes = [0f32; 8];
+        // SAFETY: `lanes` holds 8 f32; unaligned store.
+        unsafe { _mm256_storeu_ps(lanes.as_mut_ptr(), most) };
+        let amax = lanes.into_iter().fold(0f32, f32::max);
+        if amax == 0.0 {
+            q.fill(0);
+            return 0.0;
+        }
+        // The first value of that magnitude, as the scalar search finds.
+        let wanted = _mm256_set1_ps(amax);
+        let mut max = amax;
+        for i in (0..K_BLOCK).step_by(8) {
+            let hits = _mm256_movemask_ps(_mm256_cmp_ps::<_CMP_EQ_OQ>(magnitude(load(i)), wanted));
+            if hits != 0 {
+                max = x[i + hits.trailing_zeros() as usize];
+                break;
+            }
+        }
+        let iscale = -127f32 / max;
+        let scale = _mm256_set1_ps(iscale);
+        let rounded = |i: usize| {
+            let y = _mm256_mul_ps(scale, load(i));
+            let t = _mm256_cvttps_epi32(y);
+            let frac = _mm256_sub_ps(y, _mm256_cvtepi32_ps(t));
+            // The comparisons' lanes are all ones (-1) where they hold.
+            let up = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_GE_OQ>(frac, _mm256_set1_ps(0.5)));
+            let down = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_LE_OQ>(frac, _mm256_set1_ps(-0.5)));
+            let t = _mm256_add_epi32(_mm256_sub_epi32(t, up), down);
+            // NaN rounds to 0, as `as i32` does.
+            let nan = _mm256_castps_si256(_mm256_cmp_ps::<_CMP_UNORD_Q>(y, y));
+            _mm256_andnot_si256(nan, t)
+        };
+        let order = _mm256_setr_epi32(0, 4, 1, 5, 2, 6, 3, 7);
+        for i in (0..K_BLOCK).step_by(32) {
+            // Saturating packs clamp to -128..=127 as the scalar `clamp` does; they interleave
+            // the 128-bit lanes, which the permutation puts back in order.
+            let low = _mm256_packs_epi32(rounded(i), rounded(i + 8));
+            let high = _mm256_packs_epi32(rounded(i + 16), rounded(i + 24));
+            let bytes = _mm256_permutevar8x32_epi32(_mm256_packs_epi16(low, high), order);
+            // SAFETY: `i + 32 <= K_BLOCK` bytes of `q`; unaligned store.
+            unsafe { _mm256_storeu_si256(q.as_mut_ptr().add(i).cast(), bytes) };
+        }
+        1.0 / iscale
     }
 }
 
@@ -217,6 +305,46 @@ mod tests {
                 let want = v.sums16[k * 16 + 2 * j] + v.sums16[k * 16 + 2 * j + 1];
                 assert_eq!(v.sums32[k * 8 + j], want);
             }
+        }
+    }
+
+    #[test]
+    fn the_vector_quantizer_gives_the_scalar_ones_values() {
+        let mut blocks: Vec<Vec<f32>> = (0..40)
+            .map(|i| {
+                noise(K_BLOCK, 100 + i)
+                    .iter()
+                    .map(|v| v * 10f32.powi(i as i32 % 9 - 4))
+                    .collect()
+            })
+            .collect();
+        let special = [
+            (7, f32::NAN),
+            (3, f32::INFINITY),
+            (200, f32::NEG_INFINITY),
+            (255, -0.0),
+            (0, f32::MIN_POSITIVE),
+        ];
+        for (b, &(at, v)) in special.iter().enumerate() {
+            blocks[b][at] = v;
+        }
+        // Both signs of the largest magnitude: the first one sets the scale.
+        blocks[6][10] = -8.0;
+        blocks[6][20] = 8.0;
+        blocks[7][10] = 8.0;
+        blocks[7][20] = -8.0;
+        // Values whose scaled form is a tie, and a block of zeros with a NaN.
+        blocks[8] = (0..K_BLOCK).map(|i| (i as f32 - 127.0) / 2.0).collect();
+        blocks[9] = vec![0.0; K_BLOCK];
+        blocks[10] = vec![0.0; K_BLOCK];
+        blocks[10][5] = f32::NAN;
+        blocks[11] = vec![f32::NAN; K_BLOCK];
+        for (b, x) in blocks.iter().enumerate() {
+            let (mut scalar, mut vector) = ([0i8; K_BLOCK], [0i8; K_BLOCK]);
+            let d = quantize_block(x, &mut scalar);
+            let got = quantize(x, &mut vector);
+            assert_eq!(got.to_bits(), d.to_bits(), "block {b}: scale");
+            assert_eq!(vector, scalar, "block {b}");
         }
     }
 
