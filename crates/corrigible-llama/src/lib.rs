@@ -49,6 +49,7 @@ pub use parallel::inference_threads;
 
 use embeddings::Embeddings;
 use linear::{Linear, Scratch};
+use parallel::for_each_piece;
 use vector::{add_assign, rms_norm, rope_halves, rope_interleaved, silu_mul};
 
 /// The first bytes of a file written by [`Llama::save_cache`].
@@ -144,11 +145,28 @@ pub struct Llama {
 }
 
 fn norm_rows(x: &[f32], weight: &[f32], eps: f32, width: usize, out: &mut Vec<f32>) {
-    out.clear();
-    out.resize(x.len(), 0.0);
-    for (row, o) in x.chunks_exact(width).zip(out.chunks_exact_mut(width)) {
-        rms_norm(row, weight, eps, o);
-    }
+    let rows = x.len() / width;
+    // Every value is written below: only new room is zeroed.
+    out.resize(rows * width, 0.0);
+    for_each_piece(out, rows, width, 1, |rows, out| {
+        for (r, o) in rows.zip(out.chunks_exact_mut(width)) {
+            rms_norm(&x[r * width..(r + 1) * width], weight, eps, o);
+        }
+    });
+}
+
+/// `out`, one row of `ff` values per token, set to `silu(gate) * up` of each token's row of
+/// `gate_up` (`ff` gate values, then `ff` up values).
+fn activate_rows(gate_up: &[f32], ff: usize, out: &mut Vec<f32>) {
+    let rows = gate_up.len() / (2 * ff);
+    out.resize(rows * ff, 0.0);
+    for_each_piece(out, rows, ff, 1, |rows, out| {
+        for (r, o) in rows.zip(out.chunks_exact_mut(ff)) {
+            let (gate, up) = gate_up[2 * r * ff..2 * (r + 1) * ff].split_at(ff);
+            o.copy_from_slice(gate);
+            silu_mul(o, up);
+        }
+    });
 }
 
 impl Llama {
@@ -300,13 +318,7 @@ impl Llama {
             layer
                 .gate_up
                 .forward(&b.normed, seq, &mut b.scratch, &mut b.gate_up)?;
-            let ff = layer.gate_up.rows() / 2;
-            b.activated.clear();
-            for row in b.gate_up.chunks_exact_mut(2 * ff) {
-                let (gate, up) = row.split_at_mut(ff);
-                silu_mul(gate, up);
-                b.activated.extend_from_slice(gate);
-            }
+            activate_rows(&b.gate_up, layer.gate_up.rows() / 2, &mut b.activated);
             layer
                 .down
                 .forward(&b.activated, seq, &mut b.scratch, &mut b.projected)?;

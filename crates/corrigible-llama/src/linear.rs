@@ -266,7 +266,7 @@ impl Linear {
         if x.len() != seq * cols {
             candle_core::bail!("linear input of {} values, expected {seq}x{cols}", x.len());
         }
-        out.clear();
+        // Every kernel below writes every value: only new room is zeroed.
         out.resize(seq * rows, 0.0);
         match self {
             Linear::Kernels { parts, .. } => {

@@ -233,23 +233,25 @@ fn helpers(pool: &Pool) -> &[Thread] {
 /// split into pieces of whole multiples of `align` items and shared among the threads.
 ///
 /// `out` must hold `n_items * item_len` values; otherwise nothing runs.
-pub fn for_each_piece<F>(out: &mut [f32], n_items: usize, item_len: usize, align: usize, f: F)
+pub fn for_each_piece<T, F>(out: &mut [T], n_items: usize, item_len: usize, align: usize, f: F)
 where
-    F: Fn(Range<usize>, &mut [f32]) + Sync,
+    T: Send,
+    F: Fn(Range<usize>, &mut [T]) + Sync,
 {
     for_each_piece_on(pool(), out, n_items, item_len, align, f);
 }
 
 /// [`for_each_piece`] on the threads of `pool`.
-fn for_each_piece_on<F>(
+fn for_each_piece_on<T, F>(
     pool: &'static Pool,
-    out: &mut [f32],
+    out: &mut [T],
     n_items: usize,
     item_len: usize,
     align: usize,
     f: F,
 ) where
-    F: Fn(Range<usize>, &mut [f32]) + Sync,
+    T: Send,
+    F: Fn(Range<usize>, &mut [T]) + Sync,
 {
     if out.len() != n_items * item_len || n_items == 0 {
         return;
@@ -262,7 +264,7 @@ fn for_each_piece_on<F>(
         return;
     }
     let per_piece = units.div_ceil(threads * PIECES_PER_THREAD).max(1) * align;
-    let pieces: Vec<Mutex<(Range<usize>, &mut [f32])>> = out
+    let pieces: Vec<Mutex<(Range<usize>, &mut [T])>> = out
         .chunks_mut(per_piece * item_len.max(1))
         .enumerate()
         .map(|(i, chunk)| {
