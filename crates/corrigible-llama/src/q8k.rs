@@ -4,6 +4,7 @@
 
 use std::sync::OnceLock;
 
+use super::parallel::for_each_piece;
 use super::quad::MatrixError;
 use super::tiled::TiledQ8K;
 
@@ -59,32 +60,29 @@ impl Q8KVectors {
         self.tiled = OnceLock::new();
         let n = x.len() / cols * cols;
         let nb = n / K_BLOCK;
-        self.scales.clear();
+        // Every value is written below: only new room is zeroed.
         self.scales.resize(nb, 0.0);
-        self.quants.clear();
         self.quants.resize(n, 0);
-        self.sums16.clear();
         self.sums16.resize(nb * 16, 0);
-        self.sums32.clear();
         self.sums32.resize(nb * 8, 0);
-        for (((block, d), q), (s16, s32)) in x
-            .chunks_exact(K_BLOCK)
-            .zip(&mut self.scales)
-            .zip(self.quants.chunks_exact_mut(K_BLOCK))
+        let nb_row = cols / K_BLOCK;
+        // One part per vector, quantized on every thread.
+        let mut parts: Vec<_> = x[..n]
+            .chunks_exact(cols)
+            .zip(self.scales.chunks_exact_mut(nb_row))
+            .zip(self.quants.chunks_exact_mut(cols))
             .zip(
                 self.sums16
-                    .chunks_exact_mut(16)
-                    .zip(self.sums32.chunks_exact_mut(8)),
+                    .chunks_exact_mut(16 * nb_row)
+                    .zip(self.sums32.chunks_exact_mut(8 * nb_row)),
             )
-        {
-            *d = quantize(block, q);
-            for (s, q) in s16.iter_mut().zip(q.chunks_exact(16)) {
-                *s = q.iter().map(|&v| v as i16).sum();
+            .collect();
+        let vectors = parts.len();
+        for_each_piece(&mut parts, vectors, 1, 1, |_, parts| {
+            for (((x, d), q), (s16, s32)) in parts {
+                quantize_vector(x, d, q, s16, s32);
             }
-            for (s, pair) in s32.iter_mut().zip(s16.chunks_exact(2)) {
-                *s = pair[0] + pair[1];
-            }
-        }
+        });
         Ok(())
     }
 
@@ -117,6 +115,24 @@ impl Q8KVectors {
                 .get(i * nb * 16..(i + 1) * nb * 16)
                 .unwrap_or(&[]),
             sums32: self.sums32.get(i * nb * 8..(i + 1) * nb * 8).unwrap_or(&[]),
+        }
+    }
+}
+
+/// One vector's blocks: their scales `d`, quants `q` and sums by 16 and by 32.
+fn quantize_vector(x: &[f32], d: &mut [f32], q: &mut [i8], s16: &mut [i16], s32: &mut [i16]) {
+    for (((block, d), q), (s16, s32)) in x
+        .chunks_exact(K_BLOCK)
+        .zip(d)
+        .zip(q.chunks_exact_mut(K_BLOCK))
+        .zip(s16.chunks_exact_mut(16).zip(s32.chunks_exact_mut(8)))
+    {
+        *d = quantize(block, q);
+        for (s, q) in s16.iter_mut().zip(q.chunks_exact(16)) {
+            *s = q.iter().map(|&v| v as i16).sum();
+        }
+        for (s, pair) in s32.iter_mut().zip(s16.chunks_exact(2)) {
+            *s = pair[0] + pair[1];
         }
     }
 }

@@ -4,6 +4,7 @@
 //! lane per vector, so that the kernels scale 16 vectors at a time.
 
 use super::amx::TILE;
+use super::parallel::for_each_piece;
 use super::q8k::{K_BLOCK, Q8KVectors};
 
 /// Bytes of one run of 16 values of 16 vectors.
@@ -53,30 +54,46 @@ impl TiledQ8K {
             sums16: vec![[0.0; TILE]; groups * blocks * SLICES],
             sums32: vec![[0.0; TILE]; groups * blocks * 8],
         };
-        for i in 0..n {
-            let (g, v) = (i / TILE, i % TILE);
-            let a = x.vector(i);
-            for b in 0..blocks.min(a.blocks()) {
-                let gb = g * blocks + b;
-                t.d[gb][v] = a.d[b];
-                let q = &a.q[b * K_BLOCK..(b + 1) * K_BLOCK];
-                let out = &mut t.quants[gb * SLICES * SLICE_BYTES..(gb + 1) * SLICES * SLICE_BYTES];
-                for (c, (run, slice)) in q
-                    .chunks_exact(16)
-                    .zip(out.chunks_exact_mut(SLICE_BYTES))
-                    .enumerate()
-                {
-                    for (row, four) in run.chunks_exact(4).enumerate() {
-                        slice[row * 4 * TILE + 4 * v..row * 4 * TILE + 4 * v + 4]
-                            .copy_from_slice(four);
+        // One part per group of 16 vectors, laid out on every thread.
+        let mut parts: Vec<_> = t
+            .quants
+            .chunks_exact_mut(blocks * SLICES * SLICE_BYTES)
+            .zip(t.d.chunks_exact_mut(blocks))
+            .zip(
+                t.sums16
+                    .chunks_exact_mut(blocks * SLICES)
+                    .zip(t.sums32.chunks_exact_mut(blocks * 8)),
+            )
+            .enumerate()
+            .collect();
+        for_each_piece(&mut parts, groups, 1, 1, |_, parts| {
+            for (g, ((quants, d), (sums16, sums32))) in parts {
+                for v in 0..TILE.min(n - *g * TILE) {
+                    let a = x.vector(*g * TILE + v);
+                    for b in 0..blocks.min(a.blocks()) {
+                        d[b][v] = a.d[b];
+                        let q = &a.q[b * K_BLOCK..(b + 1) * K_BLOCK];
+                        let out =
+                            &mut quants[b * SLICES * SLICE_BYTES..(b + 1) * SLICES * SLICE_BYTES];
+                        for (c, (run, slice)) in q
+                            .chunks_exact(16)
+                            .zip(out.chunks_exact_mut(SLICE_BYTES))
+                            .enumerate()
+                        {
+                            for (row, four) in run.chunks_exact(4).enumerate() {
+                                slice[row * 4 * TILE + 4 * v..row * 4 * TILE + 4 * v + 4]
+                                    .copy_from_slice(four);
+                            }
+                            sums16[b * SLICES + c][v] = a.sums16[b * SLICES + c] as f32;
+                        }
+                        for s in 0..8 {
+                            sums32[b * 8 + s][v] = a.sums32[b * 8 + s] as f32;
+                        }
                     }
-                    t.sums16[gb * SLICES + c][v] = a.sums16[b * SLICES + c] as f32;
-                }
-                for s in 0..8 {
-                    t.sums32[gb * 8 + s][v] = a.sums32[b * 8 + s] as f32;
                 }
             }
-        }
+        });
+        drop(parts);
         t
     }
 
