@@ -72,6 +72,26 @@ impl Tiles {
     }
 }
 
+impl Tiles {
+    /// As [`Tiles::product`] with the operands' signs swapped: signed bytes in the 16 rows
+    /// of `a` (activations), unsigned bytes in `b` (weights, four consecutive values of each
+    /// of 16 rows per 64-byte row of `b`).
+    #[inline]
+    pub(crate) fn product_signed(
+        &self,
+        a: &[i8],
+        stride: usize,
+        b: &[u8],
+        c: &mut [[i32; TILE]; TILE],
+    ) -> bool {
+        if stride < self.k || a.len() < (TILE - 1) * stride + self.k || b.len() < self.k * TILE {
+            return false;
+        }
+        os::product_signed(a, stride, b, c);
+        true
+    }
+}
+
 impl Drop for Tiles {
     fn drop(&mut self) {
         os::release();
@@ -157,6 +177,25 @@ mod os {
         }
     }
 
+    pub(super) fn product_signed(a: &[i8], stride: usize, b: &[u8], c: &mut [[i32; TILE]; TILE]) {
+        // SAFETY: as in `product`: `Tiles::product_signed` checked the same lengths.
+        unsafe {
+            asm!(
+                "tilezero tmm0",
+                "tileloadd tmm1, [{a} + {stride} * 1]",
+                "tileloadd tmm2, [{b} + {b_stride} * 1]",
+                "tdpbsud tmm0, tmm1, tmm2",
+                "tilestored [{c} + {b_stride} * 1], tmm0",
+                a = in(reg) a.as_ptr(),
+                stride = in(reg) stride,
+                b = in(reg) b.as_ptr(),
+                b_stride = in(reg) 4 * TILE,
+                c = in(reg) c.as_mut_ptr(),
+                options(nostack),
+            );
+        }
+    }
+
     pub(super) fn release() {
         // SAFETY: releasing the tile state is valid whether or not it is configured.
         unsafe { asm!("tilerelease", options(nostack)) };
@@ -174,6 +213,14 @@ mod os {
     pub(super) fn configure(_k: usize) {}
 
     pub(super) fn product(_a: &[u8], _stride: usize, _b: &[i8], _c: &mut [[i32; TILE]; TILE]) {}
+
+    pub(super) fn product_signed(
+        _a: &[i8],
+        _stride: usize,
+        _b: &[u8],
+        _c: &mut [[i32; TILE]; TILE],
+    ) {
+    }
 
     pub(super) fn release() {}
 }
@@ -210,5 +257,36 @@ mod tests {
             assert!(!tiles.product(&a, k - 4, &b, &mut c));
         }
         assert!(amx.tiles(0).is_none() && amx.tiles(66).is_none() && amx.tiles(68).is_none());
+    }
+
+    #[test]
+    fn a_signed_by_unsigned_tile_product_is_the_integer_matrix_product() {
+        let Some(amx) = Amx::detect() else {
+            eprintln!("skipped: this CPU or kernel offers no AMX tiles");
+            return;
+        };
+        for k in [16, 32, 64] {
+            let stride = k + 8;
+            let a: Vec<i8> = (0..TILE * stride)
+                .map(|i| (i * 7 % 251) as u8 as i8)
+                .collect();
+            let b: Vec<u8> = (0..k * TILE).map(|i| (i * 13 % 255) as u8).collect();
+            let tiles = amx.tiles(k).expect("tiles");
+            let mut c = [[0; TILE]; TILE];
+            assert!(tiles.product_signed(&a, stride, &b, &mut c));
+            for (i, row) in c.iter().enumerate() {
+                for (v, &got) in row.iter().enumerate() {
+                    let want: i32 = (0..k)
+                        .map(|j| {
+                            a[i * stride + j] as i32 * b[4 * (j / 4) * TILE + 4 * v + j % 4] as i32
+                        })
+                        .sum();
+                    assert_eq!(got, want, "k {k} row {i} column {v}");
+                }
+            }
+            assert!(!tiles.product_signed(&a[..15 * stride + k - 1], stride, &b, &mut c));
+            assert!(!tiles.product_signed(&a, stride, &b[1..], &mut c));
+            assert!(!tiles.product_signed(&a, k - 4, &b, &mut c));
+        }
     }
 }

@@ -7,6 +7,7 @@
 use std::ops::Range;
 
 use super::amx::{Amx, TILE, fits};
+use super::kgroups::{self, GROUP, tiles::GroupTiles};
 use super::kmatrix::{KFormat, KMatrix};
 use super::q8k::{K_BLOCK, Q8KVectors};
 use super::vnni::Vnni;
@@ -36,7 +37,7 @@ pub(crate) const VNNI_MIN_VECTORS: usize = 12;
 /// other kernels; false, writing nothing, when `x` holds fewer than [`TILE_MIN_VECTORS`] (AMX)
 /// or [`VNNI_MIN_VECTORS`], the CPU offers no tiles or the shapes disagree, so that the
 /// caller's other kernels run.
-pub(crate) fn dot_rows<F: TileFormat>(
+pub(crate) fn dot_rows<F: GroupTiles>(
     m: &KMatrix<F>,
     rows: Range<usize>,
     x: &Q8KVectors,
@@ -49,6 +50,17 @@ pub(crate) fn dot_rows<F: TileFormat>(
         || K_BLOCK / F::SUB > TILE
     {
         return false;
+    }
+    let n = x.len();
+    if n >= TILE_MIN_VECTORS
+        && let Some(groups) = m.groups()
+        && kgroups::tiles::dot::<F>(groups, rows.clone(), x, 0..n, |t, r, dots| {
+            for (k, &dot) in dots.iter().enumerate() {
+                out[(r + k - rows.start) * n + t] = dot;
+            }
+        })
+    {
+        return true;
     }
     if let Some(tiles) = Amx::detect().and_then(|amx| amx.tiles(F::SUB)) {
         x.len() >= TILE_MIN_VECTORS && run(m, rows, x, Out::ByRow(out), &tiles)
@@ -68,12 +80,18 @@ pub(crate) fn available<F: TileFormat>() -> bool {
         && (Amx::detect().is_some() || Vnni::detect().is_some())
 }
 
+/// Whether interleaved matrices run on the kernels that read the vectors in place
+/// (`kgroups::tiles`), with no tiled layout of them: on a CPU with AMX tiles.
+pub(crate) fn in_place() -> bool {
+    Amx::detect().is_some()
+}
+
 /// Every row of `m` times the vectors `tokens` of `x` into `out`, by vector: row `r` times
 /// vector `t` goes to `out[(t - tokens.start) * stride + r]`, so that a caller can write
 /// stacked matrices side by side and split the vectors among threads. `tokens.start` must be
 /// a multiple of 16. False, writing nothing, when the CPU offers no tiles or the shapes
 /// disagree.
-pub(crate) fn dot_tokens<F: TileFormat>(
+pub(crate) fn dot_tokens<F: GroupTiles>(
     m: &KMatrix<F>,
     tokens: Range<usize>,
     x: &Q8KVectors,
@@ -89,6 +107,17 @@ pub(crate) fn dot_tokens<F: TileFormat>(
         || K_BLOCK / F::SUB > TILE
     {
         return false;
+    }
+    if let Some(groups) = m.groups() {
+        let first = tokens.start;
+        let done =
+            kgroups::tiles::dot::<F>(groups, 0..m.rows(), x, tokens.clone(), |t, r, dots| {
+                let at = (t - first) * stride + r;
+                out[at..at + GROUP].copy_from_slice(dots);
+            });
+        if done {
+            return true;
+        }
     }
     let out = Out::ByToken {
         out,

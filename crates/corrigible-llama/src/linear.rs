@@ -329,8 +329,14 @@ const BY_TOKENS_MIN: usize = 128;
 /// Every row of `parts`, stacked, times the `seq` vectors of `x` into `out` (`seq` rows of
 /// `rows` values), one share of the groups of 16 vectors per thread.
 fn by_tokens(seq: usize, rows: usize, parts: &[Part], x: &Activations, out: &mut [f32]) {
-    // Built here once, before the threads read it.
-    x.q8k.tiled();
+    // Built here once, before the threads read it, unless every part reads the vectors in
+    // place (interleaved rows on AMX tiles).
+    if !parts
+        .iter()
+        .all(|p| p.is_interleaved() && ktiles::in_place())
+    {
+        x.q8k.tiled();
+    }
     let share = seq.div_ceil(TILE).div_ceil(inference_threads()) * TILE;
     for_each_piece(out, seq, rows, share, |tokens, piece| {
         let mut offset = 0;

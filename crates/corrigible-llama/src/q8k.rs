@@ -96,6 +96,11 @@ impl Q8KVectors {
         self.cols
     }
 
+    /// Every vector's quants, one vector after the other.
+    pub(crate) fn quants(&self) -> &[i8] {
+        &self.quants
+    }
+
     /// The vectors laid out for tile products (built once per quantization).
     pub(crate) fn tiled(&self) -> &TiledQ8K {
         self.tiled.get_or_init(|| TiledQ8K::new(self))

@@ -20,6 +20,7 @@ use super::vnni::Vnni;
 
 mod q4k;
 mod q6k;
+pub(crate) mod tiles;
 
 /// Rows interleaved together: one 32-bit lane each in a 512-bit register.
 pub(crate) const GROUP: usize = 16;

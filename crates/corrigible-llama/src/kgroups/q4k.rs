@@ -6,7 +6,9 @@
 //! low nibble and `64j + 32 + 4c + i` in its high one. Each lane sums `Σ sc Σ q y` and
 //! `Σ m Σ y` exactly in 32 bits for its row, as the row kernels do.
 
+use super::tiles::{Factors, GroupTiles, Operands};
 use super::{GROUP, GroupKernel, group_bytes};
+use crate::amx::Amx;
 use crate::q4k::Q4K;
 use crate::q8k::KAct;
 use crate::vnni::Vnni;
@@ -33,6 +35,23 @@ impl GroupKernel for Q4K {
     }
 }
 
+impl GroupTiles for Q4K {
+    fn operands(_amx: Amx, block: &[u8], tiles: &mut Operands, factors: &mut Factors) -> bool {
+        let Some(block) = block.get(..GROUP_BYTES) else {
+            return false;
+        };
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Amx` exists only on a CPU with AVX-512 F, BW, VL, VNNI, FMA and F16C.
+        #[allow(unsafe_code)]
+        unsafe {
+            avx512::operands(block, tiles, factors)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (block, tiles, factors);
+        true
+    }
+}
+
 /// Bytes of a group block.
 const GROUP_BYTES: usize = group_bytes(<Q4K as crate::kmatrix::KFormat>::BLOCK_BYTES);
 
@@ -42,7 +61,7 @@ mod avx512 {
     use std::arch::x86_64::*;
 
     use super::super::broadcast;
-    use super::{GROUP, GROUP_BYTES};
+    use super::{Factors, GROUP, GROUP_BYTES, Operands};
     use crate::kmatrix::prefetch_ahead;
     use crate::q8k::{K_BLOCK, KAct};
 
@@ -100,6 +119,46 @@ mod avx512 {
             }
         }
         (lo_sum, hi_sum)
+    }
+
+    /// [`super::GroupTiles::operands`] of a whole group block.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
+    pub(super) fn operands(block: &[u8], tiles: &mut Operands, factors: &mut Factors) {
+        assert!(block.len() >= GROUP_BYTES);
+        let p = block.as_ptr();
+        // SAFETY: the group block holds 36 words of 64 bytes (asserted); `w < 36`; unaligned.
+        let word = |w: usize| unsafe { _mm512_loadu_si512(p.add(64 * w).cast()) };
+        let (dm, w0, w1, w2) = (word(0), word(1), word(2), word(3));
+        let d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
+        let dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(dm)));
+        let low = _mm512_set1_epi8(0x0F);
+        let out = tiles.as_mut_ptr();
+        for j in 0..4 {
+            for c in 0..8 {
+                let q = word(4 + 8 * j + c);
+                let lo = _mm512_and_si512(q, low);
+                let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(q), low);
+                // SAFETY: sub-blocks 2j and 2j + 1 (< 8) hold 512 bytes each, row `c < 8`
+                // of 64 inside them; unaligned stores.
+                unsafe {
+                    _mm512_storeu_si512(out.add(512 * 2 * j + 64 * c).cast(), lo);
+                    _mm512_storeu_si512(out.add(512 * (2 * j + 1) + 64 * c).cast(), hi);
+                }
+            }
+        }
+        for s in 0..8 {
+            let sc = _mm512_cvtepi32_ps(six_bits(w0, w2, s, 0));
+            let m = _mm512_cvtepi32_ps(six_bits(w1, w2, s, 4));
+            let scale = _mm512_mul_ps(d, sc);
+            // `-dmin * m` as the scalar unpacking computes it: the sign flipped, then the product.
+            let minus = _mm512_xor_si512(_mm512_castps_si512(dmin), _mm512_set1_epi32(i32::MIN));
+            let offset = _mm512_mul_ps(_mm512_castsi512_ps(minus), m);
+            // SAFETY: `factors` holds 16 lanes per sub-block; unaligned stores.
+            unsafe {
+                _mm512_storeu_ps(factors.scale[s].as_mut_ptr(), scale);
+                _mm512_storeu_ps(factors.offset[s].as_mut_ptr(), offset);
+            }
+        }
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]

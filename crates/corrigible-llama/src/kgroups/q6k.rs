@@ -8,7 +8,9 @@
 //! `Σ sc Σ (q - 32) y` exactly in 32 bits for its row, starting each sub-block's sum at
 //! `-32 Σ y`.
 
+use super::tiles::{Factors, GroupTiles, Operands};
 use super::{GROUP, GroupKernel, group_bytes};
+use crate::amx::Amx;
 use crate::q6k::Q6K;
 use crate::q8k::KAct;
 use crate::vnni::Vnni;
@@ -35,6 +37,23 @@ impl GroupKernel for Q6K {
     }
 }
 
+impl GroupTiles for Q6K {
+    fn operands(_amx: Amx, block: &[u8], tiles: &mut Operands, factors: &mut Factors) -> bool {
+        let Some(block) = block.get(..GROUP_BYTES) else {
+            return false;
+        };
+        #[cfg(target_arch = "x86_64")]
+        // SAFETY: an `Amx` exists only on a CPU with AVX-512 F, BW, VL, VNNI, FMA and F16C.
+        #[allow(unsafe_code)]
+        unsafe {
+            avx512::operands(block, tiles, factors)
+        };
+        #[cfg(not(target_arch = "x86_64"))]
+        let _ = (block, tiles, factors);
+        true
+    }
+}
+
 /// Bytes of a group block.
 const GROUP_BYTES: usize = group_bytes(<Q6K as crate::kmatrix::KFormat>::BLOCK_BYTES);
 
@@ -47,7 +66,7 @@ mod avx512 {
     use std::arch::x86_64::*;
 
     use super::super::broadcast;
-    use super::{D, GROUP, GROUP_BYTES};
+    use super::{D, Factors, GROUP, GROUP_BYTES, Operands};
     use crate::kmatrix::prefetch_ahead;
     use crate::q8k::{K_BLOCK, KAct};
 
@@ -69,8 +88,6 @@ mod avx512 {
         y: [*const i8; N],
         mut sums: [[__m512i; 4]; N],
     ) -> [[__m512i; 4]; N] {
-        let low = _mm512_set1_epi8(0x0F);
-        let high = _mm512_set1_epi8(0x30);
         for p4 in 0..4 {
             let at = 4 * half + p4;
             let word = |w: usize| {
@@ -80,29 +97,7 @@ mod avx512 {
                 // unaligned load.
                 unsafe { _mm512_loadu_si512(w.cast()) }
             };
-            let (l0, l1, hb) = (
-                word(16 * h + at),
-                word(16 * h + 8 + at),
-                word(32 + 8 * h + at),
-            );
-            let quarters = [
-                _mm512_or_si512(
-                    _mm512_and_si512(l0, low),
-                    _mm512_and_si512(_mm512_slli_epi16::<4>(hb), high),
-                ),
-                _mm512_or_si512(
-                    _mm512_and_si512(l1, low),
-                    _mm512_and_si512(_mm512_slli_epi16::<2>(hb), high),
-                ),
-                _mm512_or_si512(
-                    _mm512_and_si512(_mm512_srli_epi16::<4>(l0), low),
-                    _mm512_and_si512(hb, high),
-                ),
-                _mm512_or_si512(
-                    _mm512_and_si512(_mm512_srli_epi16::<4>(l1), low),
-                    _mm512_and_si512(_mm512_srli_epi16::<2>(hb), high),
-                ),
-            ];
+            let quarters = quarter_words(word, h, at);
             for (i, q) in quarters.into_iter().enumerate() {
                 for v in 0..N {
                     // SAFETY: bytes 128h + 32i + 4at .. + 4 (h < 2, i < 4, at < 8) of the
@@ -115,6 +110,70 @@ mod avx512 {
             }
         }
         sums
+    }
+
+    /// The four quarters (values `0..64`) at position `p` (of 8) of half `h`, each lane a row:
+    /// quarter `i` holds the values `128h + 32i + 4p .. + 4`.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn quarter_words(word: impl Fn(usize) -> __m512i, h: usize, p: usize) -> [__m512i; 4] {
+        let low = _mm512_set1_epi8(0x0F);
+        let high = _mm512_set1_epi8(0x30);
+        let (l0, l1, hb) = (word(16 * h + p), word(16 * h + 8 + p), word(32 + 8 * h + p));
+        [
+            _mm512_or_si512(
+                _mm512_and_si512(l0, low),
+                _mm512_and_si512(_mm512_slli_epi16::<4>(hb), high),
+            ),
+            _mm512_or_si512(
+                _mm512_and_si512(l1, low),
+                _mm512_and_si512(_mm512_slli_epi16::<2>(hb), high),
+            ),
+            _mm512_or_si512(
+                _mm512_and_si512(_mm512_srli_epi16::<4>(l0), low),
+                _mm512_and_si512(hb, high),
+            ),
+            _mm512_or_si512(
+                _mm512_and_si512(_mm512_srli_epi16::<4>(l1), low),
+                _mm512_and_si512(_mm512_srli_epi16::<2>(hb), high),
+            ),
+        ]
+    }
+
+    /// [`super::GroupTiles::operands`] of a whole group block.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
+    pub(super) fn operands(block: &[u8], tiles: &mut Operands, factors: &mut Factors) {
+        assert!(block.len() >= GROUP_BYTES);
+        let p = block.as_ptr();
+        // SAFETY: the group block holds 52 words of 64 bytes and the `d` (asserted); `w < 52`;
+        // unaligned load.
+        let word = |w: usize| unsafe { _mm512_loadu_si512(p.add(64 * w).cast()) };
+        let out = tiles.as_mut_ptr();
+        for h in 0..2 {
+            for at in 0..8 {
+                let (half, row) = (at / 4, at % 4);
+                for (i, q) in quarter_words(word, h, at).into_iter().enumerate() {
+                    let s = 8 * h + 2 * i + half;
+                    // SAFETY: sub-block `s < 16` holds 256 bytes, row `row < 4` of 64 inside
+                    // them; unaligned store.
+                    unsafe { _mm512_storeu_si512(out.add(256 * s + 64 * row).cast(), q) };
+                }
+            }
+        }
+        // SAFETY: the sixteen `d` (32 bytes) lie at `D` inside the group block.
+        let d = _mm512_cvtph_ps(unsafe { _mm256_loadu_si256(p.add(D).cast()) });
+        for s in 0..16 {
+            // The signed byte `s % 4` of scale word `s / 4`, sign-extended.
+            let up = _mm_cvtsi32_si128(24 - 8 * (s % 4) as i32);
+            let sc = _mm512_srai_epi32::<24>(_mm512_sll_epi32(word(48 + s / 4), up));
+            let scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc));
+            let offset = _mm512_mul_ps(_mm512_set1_ps(-32.0), scale);
+            // SAFETY: `factors` holds 16 lanes per sub-block; unaligned stores.
+            unsafe {
+                _mm512_storeu_ps(factors.scale[s].as_mut_ptr(), scale);
+                _mm512_storeu_ps(factors.offset[s].as_mut_ptr(), offset);
+            }
+        }
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
