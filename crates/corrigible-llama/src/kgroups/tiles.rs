@@ -31,6 +31,9 @@ pub(crate) struct Factors {
     pub(crate) offset: [[f32; GROUP]; TILE],
 }
 
+/// Groups of 16 weight rows computed before their outputs are written.
+const ROW_GROUPS: usize = 4;
+
 /// A K-quant format whose group blocks split into tile operands.
 pub(crate) trait GroupTiles: TileFormat {
     /// Writes the operands and the factors of the group block at the start of `block`;
@@ -98,52 +101,61 @@ pub(crate) fn dot<F: GroupTiles>(
     let mut factors = Factors::default();
     // The last vectors, when fewer than 16, one block at a time with zeros after them.
     let mut pad = [0i8; TILE * K_BLOCK];
-    let mut acc = vec![[[0f32; GROUP]; TILE]; vector_groups];
-    for g in rows.start / GROUP..rows.end / GROUP {
+    // Sums per group of vectors and group of rows, for a few groups of rows at a time:
+    // written together, a vector's outputs fill whole neighbouring cache lines.
+    let mut acc = vec![[[0f32; GROUP]; TILE]; vector_groups * ROW_GROUPS];
+    let row_groups = rows.start / GROUP..rows.end / GROUP;
+    for first in row_groups.clone().step_by(ROW_GROUPS) {
+        let these = first..(first + ROW_GROUPS).min(row_groups.end);
         acc.fill([[0.0; GROUP]; TILE]);
-        let group = groups.group(g);
-        for b in 0..blocks {
-            let Some(block) = group.get(b * group_len..(b + 1) * group_len) else {
-                return false;
-            };
-            if !F::operands(amx, block, &mut operands, &mut factors) {
-                return false;
-            }
-            for (tg, acc) in acc.iter_mut().enumerate() {
-                let t0 = tokens.start + TILE * tg;
-                let live = (tokens.end - t0).min(TILE);
-                let (a, stride) = if live == TILE {
-                    (&quants[t0 * cols + b * K_BLOCK..], cols)
-                } else {
-                    for (v, row) in pad.chunks_exact_mut(K_BLOCK).enumerate() {
-                        match x.vector(t0 + v).q.get(b * K_BLOCK..(b + 1) * K_BLOCK) {
-                            Some(q) if v < live => row.copy_from_slice(q),
-                            _ => row.fill(0),
-                        }
-                    }
-                    (&pad[..], K_BLOCK)
-                };
-                let at = (tg * blocks + b) * TILE;
-                let block = Block {
-                    a,
-                    stride,
-                    operands: &operands,
-                    factors: &factors,
-                    ys: &ys[at * subs..(at + TILE) * subs],
-                    dy: &dy[at..at + TILE],
-                    next: quants
-                        .get((t0 + TILE) * cols + b * K_BLOCK..)
-                        .map_or(std::ptr::null(), <[i8]>::as_ptr),
-                };
-                if !block.accumulate::<F>(&tiles, amx, acc) {
+        for g in these.clone() {
+            let group = groups.group(g);
+            for b in 0..blocks {
+                let Some(block) = group.get(b * group_len..(b + 1) * group_len) else {
                     return false;
+                };
+                if !F::operands(amx, block, &mut operands, &mut factors) {
+                    return false;
+                }
+                for tg in 0..vector_groups {
+                    let t0 = tokens.start + TILE * tg;
+                    let live = (tokens.end - t0).min(TILE);
+                    let (a, stride) = if live == TILE {
+                        (&quants[t0 * cols + b * K_BLOCK..], cols)
+                    } else {
+                        for (v, row) in pad.chunks_exact_mut(K_BLOCK).enumerate() {
+                            match x.vector(t0 + v).q.get(b * K_BLOCK..(b + 1) * K_BLOCK) {
+                                Some(q) if v < live => row.copy_from_slice(q),
+                                _ => row.fill(0),
+                            }
+                        }
+                        (&pad[..], K_BLOCK)
+                    };
+                    let at = (tg * blocks + b) * TILE;
+                    let block = Block {
+                        a,
+                        stride,
+                        operands: &operands,
+                        factors: &factors,
+                        ys: &ys[at * subs..(at + TILE) * subs],
+                        dy: &dy[at..at + TILE],
+                        next: quants
+                            .get((t0 + TILE) * cols + b * K_BLOCK..)
+                            .map_or(std::ptr::null(), <[i8]>::as_ptr),
+                    };
+                    let acc = &mut acc[tg * ROW_GROUPS + g - first];
+                    if !block.accumulate::<F>(&tiles, amx, acc) {
+                        return false;
+                    }
                 }
             }
         }
-        for (tg, acc) in acc.iter().enumerate() {
+        for tg in 0..vector_groups {
             let t0 = tokens.start + TILE * tg;
-            for (v, dots) in acc.iter().enumerate().take((tokens.end - t0).min(TILE)) {
-                write(t0 + v, g * GROUP, dots);
+            for v in 0..(tokens.end - t0).min(TILE) {
+                for g in these.clone() {
+                    write(t0 + v, g * GROUP, &acc[tg * ROW_GROUPS + g - first][v]);
+                }
             }
         }
     }
@@ -279,7 +291,8 @@ mod tests {
             eprintln!("skipped: this CPU or kernel offers no AMX tiles");
             return;
         }
-        let (rows, cols) = (48, 768);
+        // Five groups of rows: more than are summed before being written.
+        let (rows, cols) = (5 * GROUP, 768);
         let bytes = random_blocks(rows * cols / K_BLOCK, F::BLOCK_BYTES, f16_at, seed);
         let dense = candle_dequantize(&bytes, dtype, rows * cols);
         let by_rows = KMatrix::<F>::new(Bytes::owned(bytes.clone()), rows, cols).expect("matrix");
