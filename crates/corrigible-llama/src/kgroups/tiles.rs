@@ -150,11 +150,11 @@ pub(crate) fn dot<F: GroupTiles>(
                 }
             }
         }
-        for tg in 0..vector_groups {
+        for (tg, sums) in acc.chunks_exact(ROW_GROUPS).enumerate() {
             let t0 = tokens.start + TILE * tg;
-            for v in 0..(tokens.end - t0).min(TILE) {
-                for g in these.clone() {
-                    write(t0 + v, g * GROUP, &acc[tg * ROW_GROUPS + g - first][v]);
+            for (t, v) in (t0..tokens.end).zip(0..TILE) {
+                for (g, sums) in these.clone().zip(sums) {
+                    write(t, g * GROUP, &sums[v]);
                 }
             }
         }
