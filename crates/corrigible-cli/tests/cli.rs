@@ -399,7 +399,7 @@ fn a_correct_tip_is_left_alone_by_default_and_sent_back_under_strict() {
 
 #[test]
 fn a_second_run_loads_the_pre_filled_system_prompt_from_disk() {
-    let model = match corrigible_local::resolve_model_path() {
+    let model = match corrigible_local::local_model_path(corrigible_local::SMALL_MODEL) {
         Ok(path) => path,
         Err(e) if std::env::var_os("CI").is_some() => panic!("{e}"),
         Err(e) => return eprintln!("skipping: {e}"),

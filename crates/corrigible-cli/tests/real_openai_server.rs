@@ -71,7 +71,7 @@ fn prerequisites() -> Option<PathBuf> {
         eprintln!("skipped: {message}");
         return None;
     }
-    match corrigible_local::resolve_model_path() {
+    match corrigible_local::local_model_path(corrigible_local::SMALL_MODEL) {
         Ok(path) => Some(path),
         Err(e) => {
             assert!(!in_ci(), "{e}");

@@ -1,8 +1,9 @@
 //! corrigible-local: the embedded model of corrigible.
 //!
-//! [`LocalModel`] runs a llama or qwen2 GGUF file (by default SmolLM2-135M-Instruct,
-//! fetched by `scripts/fetch-model`; [`KNOWN_MODELS`] lists the others it fetches) on the CPU and implements [`corrigible::Model`] for the
-//! JSON decision protocol. A reply is decoded greedily (or sampled with a seed), optionally
+//! [`LocalModel`] runs a llama or qwen2 GGUF file (by default Qwen2.5-Coder-1.5B-Instruct,
+//! fetched by `scripts/fetch-model`; [`KNOWN_MODELS`] lists the others it fetches, among them
+//! the small [`SMALL_MODEL`]) on the CPU and implements [`corrigible::Model`] for the JSON
+//! decision protocol. A reply is decoded greedily (or sampled with a seed), optionally
 //! constrained token by token to the decision's JSON Schema ([`Constrain`]), and a correction
 //! round reuses the cached keys and values of the prompt prefix it shares with the previous
 //! call; with a [`PrefixStore`], a new process loads the pre-filled system prompt and examples
@@ -38,7 +39,8 @@ pub use gguf::{check_gguf, read_header};
 pub use model::LocalModel;
 pub use path::{
     DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, KNOWN_MODELS, KnownModel, MODEL_DIR_ENV, MODEL_ENV,
-    default_prefix_cache_dir, local_model_path, model_path_from_env, resolve_model_path,
+    SMALL_MODEL, default_prefix_cache_dir, local_model_path, model_path_from_env,
+    resolve_model_path,
 };
 pub use prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 pub use template::{CHATML_TEMPLATE, ChatTemplate};

@@ -5,12 +5,16 @@ use std::path::{Path, PathBuf};
 
 use crate::error::{FETCH_COMMAND, LocalError};
 
-/// The file name of the default model inside the model directory.
-pub const DEFAULT_MODEL_FILE: &str = "SmolLM2-135M-Instruct.Q4_1.gguf";
+/// The file name of the default model inside the model directory: Qwen2.5-Coder-1.5B-Instruct.
+pub const DEFAULT_MODEL_FILE: &str = "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf";
 
 /// SHA-256 of the default model file, as `scripts/fetch-model` verifies it.
 pub const DEFAULT_MODEL_SHA256: &str =
-    "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53";
+    "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046";
+
+/// The name of the small model (SmolLM2-135M-Instruct): for small machines, and for the tests
+/// that need a real model but not a capable one.
+pub const SMALL_MODEL: &str = "smollm2-135m";
 
 /// A model that `scripts/fetch-model NAME` fetches into the model directory.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -26,14 +30,14 @@ pub struct KnownModel {
 /// Every model `scripts/fetch-model` fetches; the first is the default.
 pub const KNOWN_MODELS: [KnownModel; 2] = [
     KnownModel {
-        name: "smollm2-135m",
+        name: "qwen2.5-coder-1.5b",
         file: DEFAULT_MODEL_FILE,
         sha256: DEFAULT_MODEL_SHA256,
     },
     KnownModel {
-        name: "qwen2.5-coder-1.5b",
-        file: "qwen2.5-coder-1.5b-instruct-q4_k_m.gguf",
-        sha256: "cc324af070c2ecbfd324a30884d2f951a7ff756aba85cb811a6ec436933bb046",
+        name: SMALL_MODEL,
+        file: "SmolLM2-135M-Instruct.Q4_1.gguf",
+        sha256: "b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53",
     },
 ];
 
@@ -169,5 +173,12 @@ mod tests {
             assert!(script.contains(m.file), "{}", m.file);
             assert!(script.contains(m.sha256), "{}", m.sha256);
         }
+        let default = format!("model=\"${{1:-{}}}\"", KNOWN_MODELS[0].name);
+        assert!(
+            script.contains(&default),
+            "the script's default is {default}"
+        );
+        assert_eq!(KNOWN_MODELS[0].file, DEFAULT_MODEL_FILE);
+        assert!(KNOWN_MODELS.iter().any(|m| m.name == SMALL_MODEL));
     }
 }

@@ -10,7 +10,7 @@ use candle_core::{Device, Result, Tensor};
 use candle_transformers::models::{quantized_llama, quantized_qwen2};
 
 use corrigible_llama::{MappedFile, RopeStyle, Weights, load};
-use corrigible_local::{LocalError, Tokenizer, local_model_path, resolve_model_path};
+use corrigible_local::{LocalError, SMALL_MODEL, Tokenizer, local_model_path};
 
 /// Prompt token ids: ordinary English tokens of SmolLM2's vocabulary.
 const PROMPT: [u32; 12] = [1, 504, 3458, 28, 253, 1345, 314, 2030, 30, 378, 216, 19];
@@ -79,7 +79,7 @@ fn argmax(v: &[f32]) -> u32 {
 #[test]
 #[ignore]
 fn greedy_tokens_and_logits_follow_the_reference() {
-    let Ok(path) = resolve_model_path() else {
+    let Ok(path) = local_model_path(SMALL_MODEL) else {
         eprintln!("skipping: no model");
         return;
     };

@@ -1,23 +1,24 @@
-//! Loads the embedded model once per test binary.
+//! Loads the small embedded model (SmolLM2-135M) once per test binary: these tests need a real
+//! model, not a capable one, and the small one keeps them fast.
 //!
-//! The model is fetched by `scripts/fetch-model`. Without it the model tests are skipped with
-//! a message, except under CI (`CI` set), where a missing model fails them.
+//! The model is fetched by `scripts/fetch-model smollm2-135m`. Without it the model tests are
+//! skipped with a message, except under CI (`CI` set), where a missing model fails them.
 
 #![allow(dead_code)]
 
 use std::sync::OnceLock;
 
 use corrigible::{Message, ModelRequest, Protocol, Stage, ToolSpec};
-use corrigible_local::{Constrain, LocalConfig, LocalModel, resolve_model_path};
+use corrigible_local::{Constrain, LocalConfig, LocalModel, SMALL_MODEL, local_model_path};
 use serde_json::json;
 
 static MODEL: OnceLock<Option<LocalModel>> = OnceLock::new();
 
-/// The default model with the default configuration, or `None` (skip) when it is not fetched.
+/// The small model with the default configuration, or `None` (skip) when it is not fetched.
 pub fn model() -> Option<&'static LocalModel> {
     MODEL
         .get_or_init(|| {
-            let path = match resolve_model_path() {
+            let path = match local_model_path(SMALL_MODEL) {
                 Ok(p) => p,
                 Err(e) if std::env::var_os("CI").is_some() => panic!("{e}"),
                 Err(e) => {
@@ -33,7 +34,7 @@ pub fn model() -> Option<&'static LocalModel> {
 /// The same model loaded with `configure` applied to the default configuration.
 pub fn model_with(configure: impl FnOnce(&mut LocalConfig)) -> Option<LocalModel> {
     model()?;
-    let mut config = LocalConfig::new(resolve_model_path().ok()?);
+    let mut config = LocalConfig::new(local_model_path(SMALL_MODEL).ok()?);
     configure(&mut config);
     Some(LocalModel::load(config).expect("the model loads"))
 }
