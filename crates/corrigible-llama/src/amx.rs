@@ -76,8 +76,9 @@ impl Tiles {
     /// As [`Tiles::product`] with the operands' signs swapped: signed bytes in the 16 rows
     /// of `a` (activations), unsigned bytes in `b` (weights, four consecutive values of each
     /// of 16 rows per 64-byte row of `b`).
+    /// With `SIGNED_B`, the bytes of `b` are signed too.
     #[inline]
-    pub(crate) fn product_signed(
+    pub(crate) fn product_signed<const SIGNED_B: bool>(
         &self,
         a: &[i8],
         stride: usize,
@@ -87,7 +88,7 @@ impl Tiles {
         if stride < self.k || a.len() < (TILE - 1) * stride + self.k || b.len() < self.k * TILE {
             return false;
         }
-        os::product_signed(a, stride, b, c);
+        os::product_signed::<SIGNED_B>(a, stride, b, c);
         true
     }
 }
@@ -177,22 +178,37 @@ mod os {
         }
     }
 
-    pub(super) fn product_signed(a: &[i8], stride: usize, b: &[u8], c: &mut [[i32; TILE]; TILE]) {
-        // SAFETY: as in `product`: `Tiles::product_signed` checked the same lengths.
-        unsafe {
-            asm!(
-                "tilezero tmm0",
-                "tileloadd tmm1, [{a} + {stride} * 1]",
-                "tileloadd tmm2, [{b} + {b_stride} * 1]",
-                "tdpbsud tmm0, tmm1, tmm2",
-                "tilestored [{c} + {b_stride} * 1], tmm0",
-                a = in(reg) a.as_ptr(),
-                stride = in(reg) stride,
-                b = in(reg) b.as_ptr(),
-                b_stride = in(reg) 4 * TILE,
-                c = in(reg) c.as_mut_ptr(),
-                options(nostack),
-            );
+    /// `tdpbsud`, or `tdpbssd` with `SIGNED_B`.
+    pub(super) fn product_signed<const SIGNED_B: bool>(
+        a: &[i8],
+        stride: usize,
+        b: &[u8],
+        c: &mut [[i32; TILE]; TILE],
+    ) {
+        macro_rules! product {
+            ($instruction:literal) => {
+                // SAFETY: as in `product`: `Tiles::product_signed` checked the same lengths.
+                unsafe {
+                    asm!(
+                        "tilezero tmm0",
+                        "tileloadd tmm1, [{a} + {stride} * 1]",
+                        "tileloadd tmm2, [{b} + {b_stride} * 1]",
+                        $instruction,
+                        "tilestored [{c} + {b_stride} * 1], tmm0",
+                        a = in(reg) a.as_ptr(),
+                        stride = in(reg) stride,
+                        b = in(reg) b.as_ptr(),
+                        b_stride = in(reg) 4 * TILE,
+                        c = in(reg) c.as_mut_ptr(),
+                        options(nostack),
+                    )
+                }
+            };
+        }
+        if SIGNED_B {
+            product!("tdpbssd tmm0, tmm1, tmm2");
+        } else {
+            product!("tdpbsud tmm0, tmm1, tmm2");
         }
     }
 
@@ -214,7 +230,7 @@ mod os {
 
     pub(super) fn product(_a: &[u8], _stride: usize, _b: &[i8], _c: &mut [[i32; TILE]; TILE]) {}
 
-    pub(super) fn product_signed(
+    pub(super) fn product_signed<const SIGNED_B: bool>(
         _a: &[i8],
         _stride: usize,
         _b: &[u8],
@@ -273,7 +289,9 @@ mod tests {
             let b: Vec<u8> = (0..k * TILE).map(|i| (i * 13 % 255) as u8).collect();
             let tiles = amx.tiles(k).expect("tiles");
             let mut c = [[0; TILE]; TILE];
-            assert!(tiles.product_signed(&a, stride, &b, &mut c));
+            assert!(tiles.product_signed::<false>(&a, stride, &b, &mut c));
+            let mut both = [[0; TILE]; TILE];
+            assert!(tiles.product_signed::<true>(&a, stride, &b, &mut both));
             for (i, row) in c.iter().enumerate() {
                 for (v, &got) in row.iter().enumerate() {
                     let want: i32 = (0..k)
@@ -282,11 +300,19 @@ mod tests {
                         })
                         .sum();
                     assert_eq!(got, want, "k {k} row {i} column {v}");
+                    let signed: i32 = (0..k)
+                        .map(|j| {
+                            a[i * stride + j] as i32
+                                * b[4 * (j / 4) * TILE + 4 * v + j % 4] as i8 as i32
+                        })
+                        .sum();
+                    assert_eq!(both[i][v], signed, "signed: k {k} row {i} column {v}");
                 }
             }
-            assert!(!tiles.product_signed(&a[..15 * stride + k - 1], stride, &b, &mut c));
-            assert!(!tiles.product_signed(&a, stride, &b[1..], &mut c));
-            assert!(!tiles.product_signed(&a, k - 4, &b, &mut c));
+            let short = &a[..15 * stride + k - 1];
+            assert!(!tiles.product_signed::<false>(short, stride, &b, &mut c));
+            assert!(!tiles.product_signed::<true>(&a, stride, &b[1..], &mut c));
+            assert!(!tiles.product_signed::<false>(&a, k - 4, &b, &mut c));
         }
     }
 }

@@ -298,16 +298,25 @@ mod tests {
             m.dot_rows(0..rows, &x, &mut fast);
             let mut portable = vec![0f32; rows * n];
             m.dot_rows_with(0..rows, &x, &mut portable, &Portable);
+            // On AMX, rows of whole groups run on the group tiles and rows 1.. on the
+            // gathering tile kernel, whose Q6_K rounding differs in the last bits: each is
+            // held to the reference.
             let mut shifted = vec![0f32; (rows - 1) * n];
             m.dot_rows(1..rows, &x, &mut shifted);
-            assert_eq!(shifted, fast[n..], "rows 1.. of {n} vectors");
             for r in 0..rows {
                 for t in 0..n {
                     let (want, size) = reference(dense, cols, &x, r, t);
                     let tol = 1e-5 * size.max(1e-3);
-                    for (path, got) in
-                        [("fast", fast[r * n + t]), ("portable", portable[r * n + t])]
-                    {
+                    let moved = if r > 0 {
+                        shifted[(r - 1) * n + t]
+                    } else {
+                        fast[t]
+                    };
+                    for (path, got) in [
+                        ("fast", fast[r * n + t]),
+                        ("portable", portable[r * n + t]),
+                        ("rows 1..", moved),
+                    ] {
                         assert!(
                             (got as f64 - want).abs() <= tol,
                             "{path} row {r} vector {t} of {n}: {got} vs {want} (scale {size})"

@@ -36,6 +36,8 @@ impl GroupKernel for Q4K {
 }
 
 impl GroupTiles for Q4K {
+    const SIGNED: bool = false;
+
     fn operands(_amx: Amx, block: &[u8], tiles: &mut Operands, factors: &mut Factors) -> bool {
         let Some(block) = block.get(..GROUP_BYTES) else {
             return false;

@@ -38,6 +38,8 @@ impl GroupKernel for Q6K {
 }
 
 impl GroupTiles for Q6K {
+    const SIGNED: bool = true;
+
     fn operands(_amx: Amx, block: &[u8], tiles: &mut Operands, factors: &mut Factors) -> bool {
         let Some(block) = block.get(..GROUP_BYTES) else {
             return false;
@@ -154,6 +156,8 @@ mod avx512 {
                 let (half, row) = (at / 4, at % 4);
                 for (i, q) in quarter_words(word, h, at).into_iter().enumerate() {
                     let s = 8 * h + 2 * i + half;
+                    // The signed value `q - 32`: the sums need no offset.
+                    let q = _mm512_sub_epi8(q, _mm512_set1_epi8(32));
                     // SAFETY: sub-block `s < 16` holds 256 bytes, row `row < 4` of 64 inside
                     // them; unaligned store.
                     unsafe { _mm512_storeu_si512(out.add(256 * s + 64 * row).cast(), q) };
@@ -167,7 +171,7 @@ mod avx512 {
             let up = _mm_cvtsi32_si128(24 - 8 * (s % 4) as i32);
             let sc = _mm512_srai_epi32::<24>(_mm512_sll_epi32(word(48 + s / 4), up));
             let scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc));
-            let offset = _mm512_mul_ps(_mm512_set1_ps(-32.0), scale);
+            let offset = _mm512_setzero_ps();
             // SAFETY: `factors` holds 16 lanes per sub-block; unaligned stores.
             unsafe {
                 _mm512_storeu_ps(factors.scale[s].as_mut_ptr(), scale);

@@ -9,8 +9,10 @@
 //! per row of sums with one lane per weight row, so that a weight row's scale and offset are
 //! one register for every vector, and a vector's 16 outputs are stored together.
 //!
-//! The arithmetic is the row-gathering tile kernel's (`ktiles`), lane for lane: the same
-//! exact integer sums, scaled, offset and summed in the same order.
+//! For Q4_K the arithmetic is the row-gathering tile kernel's (`ktiles`), lane for lane: the
+//! same exact integer sums, scaled, offset and summed in the same order. Q6_K's operands are
+//! its values less 32, signed (`tdpbssd`), so that its sums need no offset: the same exact
+//! integer sums, with the offset folded in before the scaling.
 
 use std::ops::Range;
 
@@ -36,6 +38,10 @@ const ROW_GROUPS: usize = 4;
 
 /// A K-quant format whose group blocks split into tile operands.
 pub(crate) trait GroupTiles: TileFormat {
+    /// Whether the operands are signed bytes, with no offsets (Q6_K's values less 32), or
+    /// unsigned ones whose offsets multiply the activations' sums.
+    const SIGNED: bool;
+
     /// Writes the operands and the factors of the group block at the start of `block`;
     /// false, writing nothing, when `block` is shorter than a group block.
     fn operands(amx: Amx, block: &[u8], tiles: &mut Operands, factors: &mut Factors) -> bool;
@@ -181,7 +187,7 @@ struct Block<'a> {
 impl Block<'_> {
     /// Adds the block's dot products to `acc` (by vector, one lane per weight row); false,
     /// adding nothing, when a slice is too short.
-    fn accumulate<F: TileFormat>(
+    fn accumulate<F: GroupTiles>(
         &self,
         tiles: &crate::amx::Tiles,
         _amx: Amx,
@@ -200,7 +206,11 @@ impl Block<'_> {
             // F16C; the lengths are checked above.
             #[allow(unsafe_code)]
             unsafe {
-                avx512::accumulate(self, tiles, F::SUB, acc)
+                if F::SIGNED {
+                    avx512::accumulate::<true>(self, tiles, F::SUB, acc)
+                } else {
+                    avx512::accumulate::<false>(self, tiles, F::SUB, acc)
+                }
             }
         }
         #[cfg(not(target_arch = "x86_64"))]
@@ -221,7 +231,7 @@ mod avx512 {
     use crate::kmatrix::prefetch;
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
-    pub(super) fn accumulate(
+    pub(super) fn accumulate<const SIGNED: bool>(
         block: &Block<'_>,
         tiles: &Tiles,
         sub: usize,
@@ -235,7 +245,7 @@ mod avx512 {
         let mut sums = [[0i32; GROUP]; TILE];
         for s in 0..subs {
             let b = &block.operands[s * TILE * sub..];
-            if !tiles.product_signed(&block.a[s * sub..], block.stride, b, &mut sums) {
+            if !tiles.product_signed::<SIGNED>(&block.a[s * sub..], block.stride, b, &mut sums) {
                 return false;
             }
             // SAFETY: each row holds 16 lanes; unaligned loads.
@@ -249,7 +259,10 @@ mod avx512 {
                 // SAFETY: a row of `sums` holds 16 i32; unaligned load.
                 let c = _mm512_cvtepi32_ps(unsafe { _mm512_loadu_si512(sums[v].as_ptr().cast()) });
                 *sum = _mm512_fmadd_ps(c, scale, *sum);
-                *sum = _mm512_fmadd_ps(_mm512_set1_ps(block.ys[v * subs + s]), offset, *sum);
+                if !SIGNED {
+                    let ys = _mm512_set1_ps(block.ys[v * subs + s]);
+                    *sum = _mm512_fmadd_ps(ys, offset, *sum);
+                }
             }
         }
         for (v, acc) in acc.iter_mut().enumerate() {
@@ -280,8 +293,8 @@ mod tests {
     use crate::q6k::Q6K;
 
     /// The kernel on interleaved rows against the row-gathering tile kernel on the same rows
-    /// stored by rows (bit for bit: the same sums in the same order), and against candle's
-    /// dequantization.
+    /// stored by rows (bit for bit for unsigned operands: the same sums in the same order),
+    /// and against candle's dequantization.
     fn agrees<F: GroupTiles + super::super::GroupKernel>(
         dtype: GgmlDType,
         f16_at: &[usize],
@@ -311,16 +324,18 @@ mod tests {
             }));
             let mut gathered = vec![0f32; rows * n];
             assert!(ktiles::dot_rows(&by_rows, 0..rows, &x, &mut gathered));
-            for (i, (a, b)) in ours.iter().zip(&gathered).enumerate() {
-                assert_eq!(
-                    a.to_bits(),
-                    b.to_bits(),
-                    "{n} vectors, value {i}: {a} vs {b}"
-                );
-            }
             for r in 0..rows {
                 for t in 0..n {
+                    let (a, b) = (ours[r * n + t], gathered[r * n + t]);
                     let (want, size) = reference(&dense, cols, &x, r, t);
+                    if F::SIGNED {
+                        // The same exact sums, scaled with the offset folded in: within the
+                        // rounding of the scaling.
+                        let tol = 1e-6 * size.max(1e-3);
+                        assert!((a as f64 - b as f64).abs() <= tol, "row {r} vector {t}");
+                    } else {
+                        assert_eq!(a.to_bits(), b.to_bits(), "row {r} vector {t}: {a} vs {b}");
+                    }
                     let got = ours[r * n + t] as f64;
                     assert!(
                         (got - want).abs() <= 1e-5 * size.max(1e-3),
