@@ -26,7 +26,8 @@ use crate::q8k::{K_BLOCK, Q8KVectors};
 pub(crate) type Operands = [u8; TILE * K_BLOCK];
 
 /// Per sub-block and weight row: the scale of the integer sums, and the offset that
-/// multiplies the activations' sums over the sub-block.
+/// multiplies the activations' sums over the sub-block (zero, and not read, for a format with
+/// signed operands).
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Factors {
     pub(crate) scale: [[f32; GROUP]; TILE],
@@ -48,9 +49,9 @@ pub(crate) trait GroupTiles: TileFormat {
 }
 
 /// Rows `rows` (whole groups) of `groups` times the vectors `tokens` of `x`: `write(t, r,
-/// dots)` gets rows `r .. r + 16` times vector `t`, once for each. False, writing nothing,
-/// when the CPU offers no tiles or the shapes disagree, so that the caller's other kernels
-/// run.
+/// dots)` gets rows `r .. r + 16` times vector `t`, once for each. False when the CPU offers
+/// no tiles or the shapes disagree, both found before anything is written, so that the
+/// caller's other kernels run.
 pub(crate) fn dot<F: GroupTiles>(
     groups: &Groups,
     rows: Range<usize>,
