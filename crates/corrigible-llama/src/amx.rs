@@ -245,6 +245,19 @@ mod os {
 mod tests {
     use super::*;
 
+    /// Row `i` of the rows `stride` apart read by `a` times column `v` of the 64-byte rows
+    /// read by `b` (four values of each of 16 columns a row), over `k` values, in integers.
+    fn integer_product(
+        a: impl Fn(usize) -> i32,
+        b: impl Fn(usize) -> i32,
+        (stride, k): (usize, usize),
+        (i, v): (usize, usize),
+    ) -> i32 {
+        (0..k)
+            .map(|j| a(i * stride + j) * b(4 * (j / 4) * TILE + 4 * v + j % 4))
+            .sum()
+    }
+
     #[test]
     fn a_tile_product_is_the_integer_matrix_product() {
         let Some(amx) = Amx::detect() else {
@@ -260,11 +273,8 @@ mod tests {
             assert!(tiles.product(&a, stride, &b, &mut c));
             for (i, row) in c.iter().enumerate() {
                 for (v, &got) in row.iter().enumerate() {
-                    let want: i32 = (0..k)
-                        .map(|j| {
-                            a[i * stride + j] as i32 * b[4 * (j / 4) * TILE + 4 * v + j % 4] as i32
-                        })
-                        .sum();
+                    let want =
+                        integer_product(|x| a[x] as i32, |x| b[x] as i32, (stride, k), (i, v));
                     assert_eq!(got, want, "k {k} row {i} vector {v}");
                 }
             }
@@ -294,18 +304,11 @@ mod tests {
             assert!(tiles.product_signed::<true>(&a, stride, &b, &mut both));
             for (i, row) in c.iter().enumerate() {
                 for (v, &got) in row.iter().enumerate() {
-                    let want: i32 = (0..k)
-                        .map(|j| {
-                            a[i * stride + j] as i32 * b[4 * (j / 4) * TILE + 4 * v + j % 4] as i32
-                        })
-                        .sum();
+                    let want =
+                        integer_product(|x| a[x] as i32, |x| b[x] as i32, (stride, k), (i, v));
                     assert_eq!(got, want, "k {k} row {i} column {v}");
-                    let signed: i32 = (0..k)
-                        .map(|j| {
-                            a[i * stride + j] as i32
-                                * b[4 * (j / 4) * TILE + 4 * v + j % 4] as i8 as i32
-                        })
-                        .sum();
+                    let signed = |x: usize| b[x] as i8 as i32;
+                    let signed = integer_product(|x| a[x] as i32, signed, (stride, k), (i, v));
                     assert_eq!(both[i][v], signed, "signed: k {k} row {i} column {v}");
                 }
             }
