@@ -35,8 +35,8 @@ pub(crate) const VNNI_MIN_VECTORS: usize = 12;
 
 /// Rows `rows` of `m` times every vector of `x` into `out`, row-major by weight row, as the
 /// other kernels; false, writing nothing, when `x` holds fewer than [`TILE_MIN_VECTORS`] (AMX)
-/// or [`VNNI_MIN_VECTORS`], the CPU offers no tiles or the shapes disagree, so that the
-/// caller's other kernels run.
+/// or [`VNNI_MIN_VECTORS`], the CPU offers no tiles, `m` is interleaved on a CPU without AMX
+/// (the group kernels take it) or the shapes disagree, so that the caller's other kernels run.
 pub(crate) fn dot_rows<F: GroupTiles>(
     m: &KMatrix<F>,
     rows: Range<usize>,
@@ -52,15 +52,21 @@ pub(crate) fn dot_rows<F: GroupTiles>(
         return false;
     }
     let n = x.len();
-    if n >= TILE_MIN_VECTORS
-        && let Some(groups) = m.groups()
-        && kgroups::tiles::dot::<F>(groups, rows.clone(), x, 0..n, |t, r, dots| {
-            for (k, &dot) in dots.iter().enumerate() {
-                out[(r + k - rows.start) * n + t] = dot;
-            }
-        })
-    {
-        return true;
+    if let Some(groups) = m.groups() {
+        if n >= TILE_MIN_VECTORS
+            && kgroups::tiles::dot::<F>(groups, rows.clone(), x, 0..n, |t, r, dots| {
+                for (k, &dot) in dots.iter().enumerate() {
+                    out[(r + k - rows.start) * n + t] = dot;
+                }
+            })
+        {
+            return true;
+        }
+        if Amx::detect().is_none() {
+            // Without AMX the group kernels (`kgroups::dot_rows`), which read the weights as
+            // stored, were faster than the VNNI tile products for 40 and 100 vectors.
+            return false;
+        }
     }
     if let Some(tiles) = Amx::detect().and_then(|amx| amx.tiles(F::SUB)) {
         x.len() >= TILE_MIN_VECTORS && run(m, rows, x, Out::ByRow(out), &tiles)

@@ -1,5 +1,6 @@
-//! K-quant weight rows interleaved sixteen at a time, for decode on AVX-512 VNNI (and the
-//! products of fewer vectors than the tile kernels take).
+//! K-quant weight rows interleaved sixteen at a time, for decode on AVX-512 VNNI, the
+//! products of fewer vectors than the AMX tile kernels take, and pre-fill split by rows on a
+//! CPU without AMX.
 //!
 //! Decode multiplies every weight row with one activation vector. Read row by row, each
 //! block's sums end in a horizontal add, and its scales are unpacked one row at a time. Here
@@ -67,8 +68,9 @@ pub(crate) trait GroupKernel: KFormat {
     fn dot_group<const N: usize>(vnni: Vnni, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N];
 }
 
-/// Vectors one kernel call reads together.
+/// Vectors one kernel call reads together; [`dot`] calls the kernel on the 1 to 3 left over.
 const VECTORS: usize = 4;
+const _: () = assert!(VECTORS == 4);
 
 /// Whether matrices of `rows` rows are interleaved on this CPU: it has the group kernels,
 /// and the rows fill whole groups.
@@ -85,18 +87,12 @@ pub(crate) fn dot_rows<F: GroupKernel>(
     x: &Q8KVectors,
     out: &mut [f32],
 ) {
-    let Some(vnni) = Vnni::detect() else {
-        return;
-    };
     let n = x.len();
-    if rows.start > rows.end
-        || rows.end > groups.rows()
-        || out.len() != rows.len() * n
-        || x.cols() != groups.blocks * K_BLOCK
-    {
+    if rows.start > rows.end || rows.end > groups.rows() || out.len() != rows.len() * n {
         return;
     }
-    let mut put = |g: usize, t: usize, dots: &[[f32; GROUP]]| {
+    let row_groups = rows.start / GROUP..rows.end.div_ceil(GROUP);
+    dot::<F>(groups, row_groups, x, 0..n, |g, t, dots| {
         let first = (g * GROUP).max(rows.start);
         let end = ((g + 1) * GROUP).min(rows.end);
         for r in first..end {
@@ -104,22 +100,46 @@ pub(crate) fn dot_rows<F: GroupKernel>(
                 out[(r - rows.start) * n + t + v] = dots[r - g * GROUP];
             }
         }
+    });
+}
+
+/// The groups `row_groups` of `groups` times the vectors `tokens` of `x`: `put(g, t, dots)`
+/// gets the 16 rows of group `g` times the vectors from `t` on, `dots[v]` for vector `t + v`,
+/// once for each group and vector. False, putting nothing, when the CPU lacks the group
+/// kernels or the shapes disagree.
+pub(crate) fn dot<F: GroupKernel>(
+    groups: &Groups,
+    row_groups: Range<usize>,
+    x: &Q8KVectors,
+    tokens: Range<usize>,
+    mut put: impl FnMut(usize, usize, &[[f32; GROUP]]),
+) -> bool {
+    let Some(vnni) = Vnni::detect() else {
+        return false;
     };
-    for g in rows.start / GROUP..rows.end.div_ceil(GROUP) {
+    if row_groups.start > row_groups.end
+        || row_groups.end * GROUP > groups.rows()
+        || tokens.start > tokens.end
+        || tokens.end > x.len()
+        || x.cols() != groups.blocks * K_BLOCK
+        || groups.block_bytes != F::BLOCK_BYTES
+    {
+        return false;
+    }
+    for g in row_groups {
         let blocks = groups.group(g);
-        let mut t = 0;
-        while t + VECTORS <= n {
+        let mut t = tokens.start;
+        while t + VECTORS <= tokens.end {
             let a: [KAct<'_>; VECTORS] = std::array::from_fn(|v| x.vector(t + v));
             put(g, t, &F::dot_group(vnni, blocks, a));
             t += VECTORS;
         }
-        match n - t {
+        match tokens.end - t {
             1 => put(g, t, &F::dot_group(vnni, blocks, [x.vector(t)])),
-            2 => put(
-                g,
-                t,
-                &F::dot_group(vnni, blocks, [x.vector(t), x.vector(t + 1)]),
-            ),
+            2 => {
+                let a = [x.vector(t), x.vector(t + 1)];
+                put(g, t, &F::dot_group(vnni, blocks, a));
+            }
             3 => {
                 let a = [x.vector(t), x.vector(t + 1), x.vector(t + 2)];
                 put(g, t, &F::dot_group(vnni, blocks, a));
@@ -127,6 +147,7 @@ pub(crate) fn dot_rows<F: GroupKernel>(
             _ => {}
         }
     }
+    true
 }
 
 /// Interleaves the groups from `first` on of the rows in `bytes` into `out`, whole groups of
@@ -343,5 +364,78 @@ mod tests {
         assert!(!groups.block_into(rows, 0, &mut block));
         assert!(!groups.block_into(0, blocks, &mut block));
         assert!(groups.group(rows / GROUP).is_empty());
+    }
+
+    /// The group kernels over every count of vectors a call can leave over, against candle's
+    /// dequantization, with sub-ranges of groups and vectors giving the same bits.
+    fn group_kernels_agree<F: GroupKernel>(
+        dtype: candle_core::quantized::GgmlDType,
+        f16_at: &[usize],
+        seed: u64,
+    ) {
+        use crate::kmatrix::KMatrix;
+        use crate::kmatrix::tests::{candle_dequantize, random_blocks, reference, vectors};
+        if Vnni::detect().is_none() {
+            eprintln!("skipped: this CPU offers no AVX-512 VNNI");
+            return;
+        }
+        let (rows, cols) = (3 * GROUP, 768);
+        let bytes = random_blocks(rows * cols / K_BLOCK, F::BLOCK_BYTES, f16_at, seed);
+        let dense = candle_dequantize(&bytes, dtype, rows * cols);
+        let m = KMatrix::<F>::new(Bytes::owned(bytes), rows, cols)
+            .expect("matrix")
+            .interleaved();
+        let groups = m.groups().expect("interleaved");
+        for n in (1..=9).chain([12, 19, 40]) {
+            let x = vectors(n, cols, seed + n as u64);
+            let mut all = vec![f32::NAN; rows * n];
+            assert!(dot::<F>(groups, 0..rows / GROUP, &x, 0..n, |g, t, dots| {
+                for (v, dots) in dots.iter().enumerate() {
+                    for (k, &dot) in dots.iter().enumerate() {
+                        assert!(all[(g * GROUP + k) * n + t + v].is_nan(), "put twice");
+                        all[(g * GROUP + k) * n + t + v] = dot;
+                    }
+                }
+            }));
+            for r in 0..rows {
+                for t in 0..n {
+                    let (want, size) = reference(&dense, cols, &x, r, t);
+                    let got = all[r * n + t];
+                    assert!(
+                        (got as f64 - want).abs() <= 1e-5 * size.max(1e-3),
+                        "row {r} vector {t} of {n}: {got} vs {want}"
+                    );
+                }
+            }
+            let tokens = n / 3..n;
+            let mut seen = vec![false; 2 * GROUP * tokens.len()];
+            assert!(dot::<F>(groups, 1..3, &x, tokens.clone(), |g, t, dots| {
+                for (v, dots) in dots.iter().enumerate() {
+                    for (k, &dot) in dots.iter().enumerate() {
+                        let r = g * GROUP + k;
+                        assert_eq!(dot.to_bits(), all[r * n + t + v].to_bits());
+                        seen[(r - GROUP) * tokens.len() + t + v - tokens.start] = true;
+                    }
+                }
+            }));
+            assert!(seen.iter().all(|&s| s), "every row and vector of {n}");
+        }
+        let x = vectors(5, cols, seed);
+        let never = |_: usize, _: usize, _: &[[f32; GROUP]]| panic!("put");
+        assert!(!dot::<F>(groups, 0..4, &x, 0..5, never));
+        assert!(!dot::<F>(groups, 0..3, &x, 0..6, never));
+        assert!(!dot::<F>(groups, 0..3, &vectors(5, 512, 1), 0..5, never));
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri runs no AVX-512")]
+    fn q4k_group_kernels_agree_at_every_count_of_vectors() {
+        group_kernels_agree::<crate::q4k::Q4K>(candle_core::quantized::GgmlDType::Q4K, &[0, 2], 61);
+    }
+
+    #[test]
+    #[cfg_attr(miri, ignore = "Miri runs no AVX-512")]
+    fn q6k_group_kernels_agree_at_every_count_of_vectors() {
+        group_kernels_agree::<crate::q6k::Q6K>(candle_core::quantized::GgmlDType::Q6K, &[208], 62);
     }
 }
