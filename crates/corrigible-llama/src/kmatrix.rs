@@ -115,7 +115,7 @@ impl<F: KFormat> KMatrix<F> {
         F: GroupKernel,
     {
         match &self.layout {
-            Layout::Rows(bytes) if kgroups::wanted(self.rows) => {
+            Layout::Rows(bytes) if kgroups::wanted::<F>(self.rows) => {
                 match Groups::interleave::<F>(bytes, self.rows, self.cols / K_BLOCK) {
                     Some(groups) => Self {
                         layout: Layout::Groups(Arc::new(groups)),

@@ -285,7 +285,10 @@ mod tests {
     fn check(bytes: Vec<u8>, dense: &[f32], rows: usize, cols: usize) {
         let by_rows = Q6KMatrix::new(Bytes::owned(bytes), rows, cols).expect("matrix");
         let interleaved = by_rows.clone().interleaved();
-        assert_eq!(interleaved.is_interleaved(), crate::kgroups::wanted(rows));
+        assert_eq!(
+            interleaved.is_interleaved(),
+            crate::kgroups::wanted::<Q6K>(rows)
+        );
         for m in [by_rows, interleaved] {
             check_paths(&m, dense, rows, cols);
         }

@@ -108,30 +108,43 @@ fn qwen2_greedy_tokens_and_logits_follow_the_reference() {
     follows_reference(&path, &prompt);
 }
 
-/// The same on a CPU with AMX tiles, with them turned off (`CORRIGIBLE_NO_AMX`), so that the
-/// kernels of CPUs without AMX (AVX-512 VNNI products and group kernels) are checked too: in a
-/// child process, as the switch is read once per process.
+/// The same with the best kernels of this CPU turned off, so that those of CPUs with less
+/// are checked too: without AMX tiles (`CORRIGIBLE_NO_AMX`, AVX-512 VNNI products and group
+/// kernels), and without either (`CORRIGIBLE_NO_VNNI` too, AVX2). In a child process each,
+/// as the switches are read once per process.
 #[test]
-fn qwen2_follows_the_reference_without_amx_tiles() {
-    let has_amx = std::fs::read_to_string("/proc/cpuinfo")
-        .is_ok_and(|info| info.split_whitespace().any(|flag| flag == "amx_int8"));
-    if !has_amx || std::env::var_os("CORRIGIBLE_NO_AMX").is_some() {
-        eprintln!("skipping: no AMX tiles to turn off");
+fn qwen2_follows_the_reference_on_the_kernels_of_lesser_cpus() {
+    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
+    if std::env::var_os("CORRIGIBLE_NO_AMX").is_some() {
+        eprintln!("skipping: already a child run");
         return;
     }
+    let mut runs: Vec<&[(&str, &str)]> = Vec::new();
+    if has("amx_int8") {
+        runs.push(&[("CORRIGIBLE_NO_AMX", "1")]);
+    }
+    if has("avx512_vnni") {
+        runs.push(&[("CORRIGIBLE_NO_AMX", "1"), ("CORRIGIBLE_NO_VNNI", "1")]);
+    }
     let exe = std::env::current_exe().expect("test binary");
-    let out = std::process::Command::new(exe)
-        .args([
-            "--exact",
-            "qwen2_greedy_tokens_and_logits_follow_the_reference",
-            "--nocapture",
-        ])
-        .env("CORRIGIBLE_NO_AMX", "1")
-        .output()
-        .expect("run the test binary");
-    let log = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-    assert!(out.status.success(), "without AMX tiles:\n{log}");
-    assert!(log.contains("1 passed"), "the test ran:\n{log}");
+    for env in runs {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "qwen2_greedy_tokens_and_logits_follow_the_reference",
+                "--nocapture",
+            ])
+            .envs(env.iter().copied())
+            .output()
+            .expect("run the test binary");
+        let log = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "with {env:?}:\n{log}");
+        assert!(
+            log.contains("1 passed"),
+            "the test ran with {env:?}:\n{log}"
+        );
+    }
 }
 
 fn follows_reference(path: &Path, prompt: &[u32]) {

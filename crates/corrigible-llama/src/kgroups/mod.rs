@@ -61,21 +61,85 @@ unsafe fn broadcast(y: *const i8) -> std::arch::x86_64::__m512i {
     std::arch::x86_64::_mm512_set1_epi32(unsafe { y.cast::<i32>().read_unaligned() })
 }
 
+/// Four activation bytes as one 32-bit lane, in every lane of a 256-bit register.
+///
+/// # Safety
+/// `y` must point at four readable bytes.
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+#[inline]
+#[target_feature(enable = "avx2")]
+unsafe fn broadcast8(y: *const i8) -> std::arch::x86_64::__m256i {
+    // SAFETY: four readable bytes (the caller's contract); unaligned read.
+    std::arch::x86_64::_mm256_set1_epi32(unsafe { y.cast::<i32>().read_unaligned() })
+}
+
+/// The instructions a CPU offers the group kernels.
+#[derive(Debug, Clone, Copy)]
+pub(crate) enum Cpu {
+    /// AVX-512 with VNNI: the 16 rows of a group in one register.
+    Vnni(Vnni),
+    /// AVX2, FMA and F16C: eight rows per register, a group in two.
+    Avx2(Avx2),
+}
+
+impl Cpu {
+    /// The best this CPU offers, if any.
+    pub(crate) fn detect() -> Option<Self> {
+        Vnni::detect()
+            .map(Cpu::Vnni)
+            .or_else(|| Avx2::detect().map(Cpu::Avx2))
+    }
+
+    /// Every kind this CPU offers, best first: the tests run each.
+    #[cfg(test)]
+    fn all() -> Vec<Self> {
+        let avx2 = Avx2::detect().map(Cpu::Avx2);
+        Vnni::detect()
+            .map(Cpu::Vnni)
+            .into_iter()
+            .chain(avx2)
+            .collect()
+    }
+}
+
+/// Proof that the CPU has AVX2, FMA and F16C.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Avx2(());
+
+impl Avx2 {
+    /// The instructions, when this CPU has them.
+    pub(crate) fn detect() -> Option<Self> {
+        #[cfg(target_arch = "x86_64")]
+        if is_x86_feature_detected!("avx2")
+            && is_x86_feature_detected!("fma")
+            && is_x86_feature_detected!("f16c")
+        {
+            return Some(Avx2(()));
+        }
+        None
+    }
+}
+
 /// A K-quant format with kernels over interleaved groups.
 pub(crate) trait GroupKernel: KFormat {
+    /// Whether the format has a group kernel on `cpu`.
+    fn runs_on(cpu: Cpu) -> bool;
+
     /// The 16 rows of the group blocks `blocks` times each vector of `a`, over the blocks all
-    /// of them hold: `out[v][k]` is row `k` times vector `v`.
-    fn dot_group<const N: usize>(vnni: Vnni, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N];
+    /// of them hold: `out[v][k]` is row `k` times vector `v`. Zeros when the format has no
+    /// kernel on `cpu` ([`GroupKernel::runs_on`]).
+    fn dot_group<const N: usize>(cpu: Cpu, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N];
 }
 
 /// Vectors one kernel call reads together; [`dot`] calls the kernel on the 1 to 3 left over.
 const VECTORS: usize = 4;
 const _: () = assert!(VECTORS == 4);
 
-/// Whether matrices of `rows` rows are interleaved on this CPU: it has the group kernels,
-/// and the rows fill whole groups.
-pub(crate) fn wanted(rows: usize) -> bool {
-    rows > 0 && rows.is_multiple_of(GROUP) && Vnni::detect().is_some()
+/// Whether matrices of `F` with `rows` rows are interleaved on this CPU: it has the group
+/// kernels of `F`, and the rows fill whole groups.
+pub(crate) fn wanted<F: GroupKernel>(rows: usize) -> bool {
+    rows > 0 && rows.is_multiple_of(GROUP) && Cpu::detect().is_some_and(F::runs_on)
 }
 
 /// Rows `rows` of `groups` times every vector of `x` into `out`, row-major by weight row:
@@ -112,12 +176,22 @@ pub(crate) fn dot<F: GroupKernel>(
     row_groups: Range<usize>,
     x: &Q8KVectors,
     tokens: Range<usize>,
+    put: impl FnMut(usize, usize, &[[f32; GROUP]]),
+) -> bool {
+    Cpu::detect().is_some_and(|cpu| dot_on::<F>(cpu, groups, row_groups, x, tokens, put))
+}
+
+/// [`dot`] on the kernels of `cpu`.
+fn dot_on<F: GroupKernel>(
+    cpu: Cpu,
+    groups: &Groups,
+    row_groups: Range<usize>,
+    x: &Q8KVectors,
+    tokens: Range<usize>,
     mut put: impl FnMut(usize, usize, &[[f32; GROUP]]),
 ) -> bool {
-    let Some(vnni) = Vnni::detect() else {
-        return false;
-    };
-    if row_groups.start > row_groups.end
+    if !F::runs_on(cpu)
+        || row_groups.start > row_groups.end
         || row_groups.end * GROUP > groups.rows()
         || tokens.start > tokens.end
         || tokens.end > x.len()
@@ -131,18 +205,18 @@ pub(crate) fn dot<F: GroupKernel>(
         let mut t = tokens.start;
         while t + VECTORS <= tokens.end {
             let a: [KAct<'_>; VECTORS] = std::array::from_fn(|v| x.vector(t + v));
-            put(g, t, &F::dot_group(vnni, blocks, a));
+            put(g, t, &F::dot_group(cpu, blocks, a));
             t += VECTORS;
         }
         match tokens.end - t {
-            1 => put(g, t, &F::dot_group(vnni, blocks, [x.vector(t)])),
+            1 => put(g, t, &F::dot_group(cpu, blocks, [x.vector(t)])),
             2 => {
                 let a = [x.vector(t), x.vector(t + 1)];
-                put(g, t, &F::dot_group(vnni, blocks, a));
+                put(g, t, &F::dot_group(cpu, blocks, a));
             }
             3 => {
                 let a = [x.vector(t), x.vector(t + 1), x.vector(t + 2)];
-                put(g, t, &F::dot_group(vnni, blocks, a));
+                put(g, t, &F::dot_group(cpu, blocks, a));
             }
             _ => {}
         }
@@ -375,8 +449,9 @@ mod tests {
     ) {
         use crate::kmatrix::KMatrix;
         use crate::kmatrix::tests::{candle_dequantize, random_blocks, reference, vectors};
-        if Vnni::detect().is_none() {
-            eprintln!("skipped: this CPU offers no AVX-512 VNNI");
+        let cpus: Vec<Cpu> = Cpu::all().into_iter().filter(|&c| F::runs_on(c)).collect();
+        if cpus.is_empty() {
+            eprintln!("skipped: this CPU has no group kernel of {}", F::FORMAT);
             return;
         }
         let (rows, cols) = (3 * GROUP, 768);
@@ -386,38 +461,64 @@ mod tests {
             .expect("matrix")
             .interleaved();
         let groups = m.groups().expect("interleaved");
-        for n in (1..=9).chain([12, 19, 40]) {
+        // Each count's products on the first kind of CPU: the others give the same bits.
+        let mut first: Vec<(usize, Vec<f32>)> = Vec::new();
+        let counts = || (1..=9).chain([12, 19, 40]);
+        for (cpu, n) in cpus.iter().flat_map(|&c| counts().map(move |n| (c, n))) {
             let x = vectors(n, cols, seed + n as u64);
             let mut all = vec![f32::NAN; rows * n];
-            assert!(dot::<F>(groups, 0..rows / GROUP, &x, 0..n, |g, t, dots| {
-                for (v, dots) in dots.iter().enumerate() {
-                    for (k, &dot) in dots.iter().enumerate() {
-                        assert!(all[(g * GROUP + k) * n + t + v].is_nan(), "put twice");
-                        all[(g * GROUP + k) * n + t + v] = dot;
+            assert!(dot_on::<F>(
+                cpu,
+                groups,
+                0..rows / GROUP,
+                &x,
+                0..n,
+                |g, t, dots| {
+                    for (v, dots) in dots.iter().enumerate() {
+                        for (k, &dot) in dots.iter().enumerate() {
+                            assert!(all[(g * GROUP + k) * n + t + v].is_nan(), "put twice");
+                            all[(g * GROUP + k) * n + t + v] = dot;
+                        }
                     }
                 }
-            }));
+            ));
             for r in 0..rows {
                 for t in 0..n {
                     let (want, size) = reference(&dense, cols, &x, r, t);
                     let got = all[r * n + t];
                     assert!(
                         (got as f64 - want).abs() <= 1e-5 * size.max(1e-3),
-                        "row {r} vector {t} of {n}: {got} vs {want}"
+                        "{cpu:?}: row {r} vector {t} of {n}: {got} vs {want}"
                     );
                 }
             }
+            match first.iter().find(|(m, _)| *m == n) {
+                Some((_, bits)) => assert!(
+                    bits.iter()
+                        .zip(&all)
+                        .all(|(a, b)| a.to_bits() == b.to_bits()),
+                    "{cpu:?} and the first kind disagree on {n} vectors"
+                ),
+                None => first.push((n, all.clone())),
+            }
             let tokens = n / 3..n;
             let mut seen = vec![false; 2 * GROUP * tokens.len()];
-            assert!(dot::<F>(groups, 1..3, &x, tokens.clone(), |g, t, dots| {
-                for (v, dots) in dots.iter().enumerate() {
-                    for (k, &dot) in dots.iter().enumerate() {
-                        let r = g * GROUP + k;
-                        assert_eq!(dot.to_bits(), all[r * n + t + v].to_bits());
-                        seen[(r - GROUP) * tokens.len() + t + v - tokens.start] = true;
+            assert!(dot_on::<F>(
+                cpu,
+                groups,
+                1..3,
+                &x,
+                tokens.clone(),
+                |g, t, dots| {
+                    for (v, dots) in dots.iter().enumerate() {
+                        for (k, &dot) in dots.iter().enumerate() {
+                            let r = g * GROUP + k;
+                            assert_eq!(dot.to_bits(), all[r * n + t + v].to_bits());
+                            seen[(r - GROUP) * tokens.len() + t + v - tokens.start] = true;
+                        }
                     }
                 }
-            }));
+            ));
             assert!(seen.iter().all(|&s| s), "every row and vector of {n}");
         }
         let x = vectors(5, cols, seed);

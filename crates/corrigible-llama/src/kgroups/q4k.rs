@@ -7,30 +7,28 @@
 //! `Σ m Σ y` exactly in 32 bits for its row, as the row kernels do.
 
 use super::tiles::{Factors, GroupTiles, Operands};
-use super::{GROUP, GroupKernel, group_bytes};
+use super::{Cpu, GROUP, GroupKernel, group_bytes};
 use crate::amx::Amx;
 use crate::q4k::Q4K;
 use crate::q8k::KAct;
-use crate::vnni::Vnni;
 
 impl GroupKernel for Q4K {
-    fn dot_group<const N: usize>(
-        _vnni: Vnni,
-        blocks: &[u8],
-        a: [KAct<'_>; N],
-    ) -> [[f32; GROUP]; N] {
-        #[cfg(target_arch = "x86_64")]
-        {
+    fn runs_on(_cpu: Cpu) -> bool {
+        true
+    }
+
+    fn dot_group<const N: usize>(cpu: Cpu, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+        match cpu {
+            #[cfg(target_arch = "x86_64")]
             // SAFETY: a `Vnni` exists only on a CPU with AVX-512 F, BW, VL, VNNI, FMA, F16C.
             #[allow(unsafe_code)]
-            unsafe {
-                avx512::dot_group(blocks, a)
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = (blocks, a);
-            [[0.0; GROUP]; N]
+            Cpu::Vnni(_) => unsafe { avx512::dot_group(blocks, a) },
+            #[cfg(target_arch = "x86_64")]
+            // SAFETY: an `Avx2` exists only on a CPU with AVX2, FMA and F16C.
+            #[allow(unsafe_code)]
+            Cpu::Avx2(_) => unsafe { avx2::dot_group(blocks, a) },
+            #[cfg(not(target_arch = "x86_64"))]
+            _ => [[0.0; GROUP]; N],
         }
     }
 }
@@ -215,5 +213,165 @@ mod avx512 {
             unsafe { _mm512_storeu_ps(out.as_mut_ptr(), acc) };
             out
         })
+    }
+}
+
+#[cfg(target_arch = "x86_64")]
+#[allow(unsafe_code)]
+mod avx2 {
+    use std::arch::x86_64::*;
+
+    use super::super::broadcast8;
+    use super::{GROUP, GROUP_BYTES};
+    use crate::kmatrix::prefetch_ahead;
+    use crate::q8k::{K_BLOCK, KAct};
+
+    /// Rows per 256-bit register: a group is two halves of a 64-byte word.
+    const HALF: usize = GROUP / 2;
+
+    /// [`super::avx512`]'s six-bit values of sub-block `s`, for the eight rows of a half.
+    #[inline]
+    #[target_feature(enable = "avx2")]
+    fn six_bits(low: __m256i, high: __m256i, s: usize, nibble: i32) -> __m256i {
+        if s < 4 {
+            let v = _mm256_srl_epi32(low, _mm_cvtsi32_si128(8 * s as i32));
+            _mm256_and_si256(v, _mm256_set1_epi32(0x3F))
+        } else {
+            let t = 8 * (s as i32 - 4);
+            let lo = _mm256_srl_epi32(high, _mm_cvtsi32_si128(t + nibble));
+            let hi = _mm256_srl_epi32(low, _mm_cvtsi32_si128(t + 6));
+            _mm256_or_si256(
+                _mm256_and_si256(lo, _mm256_set1_epi32(0x0F)),
+                _mm256_slli_epi32::<4>(_mm256_and_si256(hi, _mm256_set1_epi32(0x03))),
+            )
+        }
+    }
+
+    /// `d` and `dmin` of eight rows, from the half word holding each row's two f16.
+    #[inline]
+    #[target_feature(enable = "avx2,f16c")]
+    fn factors(dm: __m256i) -> (__m256, __m256) {
+        // Per 128 bits: the four `d`, then the four `dmin`.
+        let split = _mm256_setr_epi8(
+            0, 1, 4, 5, 8, 9, 12, 13, 2, 3, 6, 7, 10, 11, 14, 15, 0, 1, 4, 5, 8, 9, 12, 13, 2, 3,
+            6, 7, 10, 11, 14, 15,
+        );
+        let v = _mm256_permute4x64_epi64::<0b11_01_10_00>(_mm256_shuffle_epi8(dm, split));
+        (
+            _mm256_cvtph_ps(_mm256_castsi256_si128(v)),
+            _mm256_cvtph_ps(_mm256_extracti128_si256::<1>(v)),
+        )
+    }
+
+    /// `Σ sc Σ q y` of sub-blocks `2j` and `2j + 1` for eight rows, one per lane, from the
+    /// 8 half words at `q` (64 bytes apart) and the activations at each `y`; `s_lo` and `s_hi`
+    /// hold each row's scale in both 16-bit halves of its lane. Out of line, as the AVX-512
+    /// kernel's `pair`.
+    ///
+    /// # Safety
+    /// `q` must point at 8 readable half words 64 bytes apart, and each `y` at 64 readable
+    /// bytes.
+    #[inline(never)]
+    #[target_feature(enable = "avx2")]
+    unsafe fn pair<const N: usize>(
+        q: *const u8,
+        y: [*const i8; N],
+        s_lo: __m256i,
+        s_hi: __m256i,
+        ask_ahead: bool,
+    ) -> [__m256i; N] {
+        let low = _mm256_set1_epi8(0x0F);
+        let mut lo_sum = [_mm256_setzero_si256(); N];
+        let mut hi_sum = [_mm256_setzero_si256(); N];
+        for c in 0..8 {
+            let at = q.wrapping_add(64 * c);
+            if ask_ahead {
+                prefetch_ahead(at, 64);
+            }
+            // SAFETY: half word `c` of the 8 (the caller's contract); unaligned load.
+            let q = unsafe { _mm256_loadu_si256(at.cast()) };
+            let lo = _mm256_and_si256(q, low);
+            let hi = _mm256_and_si256(_mm256_srli_epi16::<4>(q), low);
+            for v in 0..N {
+                // SAFETY: bytes 4c .. 4c + 36 (c < 8) of the 64 at `y[v]`.
+                let (y_lo, y_hi) = unsafe {
+                    (
+                        broadcast8(y[v].add(4 * c)),
+                        broadcast8(y[v].add(32 + 4 * c)),
+                    )
+                };
+                // A pair of nibble products stays within 2 * 15 * 128 = 3,840, and eight of
+                // them within 30,720: the 16-bit sums neither saturate nor overflow.
+                lo_sum[v] = _mm256_add_epi16(lo_sum[v], _mm256_maddubs_epi16(lo, y_lo));
+                hi_sum[v] = _mm256_add_epi16(hi_sum[v], _mm256_maddubs_epi16(hi, y_hi));
+            }
+        }
+        std::array::from_fn(|v| {
+            let lo = _mm256_madd_epi16(lo_sum[v], s_lo);
+            _mm256_add_epi32(lo, _mm256_madd_epi16(hi_sum[v], s_hi))
+        })
+    }
+
+    /// The AVX-512 kernel's `dot_group`, eight rows at a time: the same exact integer sums,
+    /// scaled and summed in the same order.
+    #[target_feature(enable = "avx2,fma,f16c")]
+    pub(super) fn dot_group<const N: usize>(blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+        let nb = a
+            .iter()
+            .fold(blocks.len() / GROUP_BYTES, |n, a| n.min(a.blocks()));
+        let both = |x: __m256i| _mm256_or_si256(x, _mm256_slli_epi32::<16>(x));
+        let mut acc = [[_mm256_setzero_ps(); N]; 2];
+        for b in 0..nb {
+            // SAFETY: `b < nb <= a[v].q.len() / 256`.
+            let y: [*const i8; N] =
+                std::array::from_fn(|v| unsafe { a[v].q.as_ptr().add(b * K_BLOCK) });
+            for (h, acc) in acc.iter_mut().enumerate() {
+                let p = blocks[b * GROUP_BYTES..(b + 1) * GROUP_BYTES].as_ptr();
+                // SAFETY: the group block holds 36 words of 64 bytes; `w < 36`, `h < 2`;
+                // unaligned load of a half word.
+                let word = |w: usize| unsafe { _mm256_loadu_si256(p.add(64 * w + 32 * h).cast()) };
+                let (dm, w0, w1, w2) = (word(0), word(1), word(2), word(3));
+                let mut total = [_mm256_setzero_si256(); N];
+                for j in 0..4 {
+                    let s_lo = both(six_bits(w0, w2, 2 * j, 0));
+                    let s_hi = both(six_bits(w0, w2, 2 * j + 1, 0));
+                    // SAFETY: words 4 + 8j .. 12 + 8j lie in the group block, their half `h`
+                    // 32 bytes in, and bytes 64j .. 64j + 64 of each vector's block.
+                    let sums = unsafe {
+                        let q = p.add(64 * (4 + 8 * j) + 32 * h);
+                        pair(q, y.map(|y| y.add(64 * j)), s_lo, s_hi, h == 0)
+                    };
+                    for v in 0..N {
+                        total[v] = _mm256_add_epi32(total[v], sums[v]);
+                    }
+                }
+                let mut mins = [_mm256_setzero_si256(); N];
+                for s in 0..8 {
+                    // Below 64: the high 16 bits of each lane are zero, so `vpmaddwd` gives
+                    // `m` times the low 16 bits of `by`.
+                    let m = six_bits(w1, w2, s, 4);
+                    for v in 0..N {
+                        let by = _mm256_set1_epi32(i32::from(a[v].sums32[8 * b + s]));
+                        mins[v] = _mm256_add_epi32(mins[v], _mm256_madd_epi16(m, by));
+                    }
+                }
+                let (d, dmin) = factors(dm);
+                for v in 0..N {
+                    let dy = _mm256_set1_ps(a[v].d[b]);
+                    let t = _mm256_cvtepi32_ps(total[v]);
+                    acc[v] = _mm256_fmadd_ps(t, _mm256_mul_ps(d, dy), acc[v]);
+                    let m = _mm256_cvtepi32_ps(mins[v]);
+                    acc[v] = _mm256_fnmadd_ps(m, _mm256_mul_ps(dmin, dy), acc[v]);
+                }
+            }
+        }
+        let mut out = [[0f32; GROUP]; N];
+        for (h, acc) in acc.iter().enumerate() {
+            for v in 0..N {
+                // SAFETY: `out[v]` holds 16 f32, `h < 2`; unaligned store of 8 from `8h`.
+                unsafe { _mm256_storeu_ps(out[v].as_mut_ptr().add(HALF * h), acc[v]) };
+            }
+        }
+        out
     }
 }

@@ -9,30 +9,25 @@
 //! `-32 Σ y`.
 
 use super::tiles::{Factors, GroupTiles, Operands};
-use super::{GROUP, GroupKernel, group_bytes};
+use super::{Cpu, GROUP, GroupKernel, group_bytes};
 use crate::amx::Amx;
 use crate::q6k::Q6K;
 use crate::q8k::KAct;
-use crate::vnni::Vnni;
 
 impl GroupKernel for Q6K {
-    fn dot_group<const N: usize>(
-        _vnni: Vnni,
-        blocks: &[u8],
-        a: [KAct<'_>; N],
-    ) -> [[f32; GROUP]; N] {
-        #[cfg(target_arch = "x86_64")]
-        {
+    /// AVX-512 VNNI only: on AVX2 the row kernel (`q6k.rs`) was faster than a group kernel
+    /// (`docs/benchmarks.md`).
+    fn runs_on(cpu: Cpu) -> bool {
+        matches!(cpu, Cpu::Vnni(_))
+    }
+
+    fn dot_group<const N: usize>(cpu: Cpu, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+        match cpu {
+            #[cfg(target_arch = "x86_64")]
             // SAFETY: a `Vnni` exists only on a CPU with AVX-512 F, BW, VL, VNNI, FMA, F16C.
             #[allow(unsafe_code)]
-            unsafe {
-                avx512::dot_group(blocks, a)
-            }
-        }
-        #[cfg(not(target_arch = "x86_64"))]
-        {
-            let _ = (blocks, a);
-            [[0.0; GROUP]; N]
+            Cpu::Vnni(_) => unsafe { avx512::dot_group(blocks, a) },
+            _ => [[0.0; GROUP]; N],
         }
     }
 }
