@@ -345,13 +345,20 @@ mod avx2 {
                         total[v] = _mm256_add_epi32(total[v], sums[v]);
                     }
                 }
+                // Two sub-blocks per `vpmaddwd`: each lane holds the row's minimums of
+                // sub-blocks `2k` and `2k + 1` as two 16-bit values, and the activations'
+                // sums over them are next to each other in `sums32`.
                 let mut mins = [_mm256_setzero_si256(); N];
-                for s in 0..8 {
-                    // Below 64: the high 16 bits of each lane are zero, so `vpmaddwd` gives
-                    // `m` times the low 16 bits of `by`.
-                    let m = six_bits(w1, w2, s, 4);
+                for k in 0..4 {
+                    let m = _mm256_or_si256(
+                        six_bits(w1, w2, 2 * k, 4),
+                        _mm256_slli_epi32::<16>(six_bits(w1, w2, 2 * k + 1, 4)),
+                    );
                     for v in 0..N {
-                        let by = _mm256_set1_epi32(i32::from(a[v].sums32[8 * b + s]));
+                        let sums = &a[v].sums32[8 * b + 2 * k..8 * b + 2 * k + 2];
+                        let by = _mm256_set1_epi32(
+                            i32::from(sums[0] as u16) | (i32::from(sums[1] as u16) << 16),
+                        );
                         mins[v] = _mm256_add_epi32(mins[v], _mm256_madd_epi16(m, by));
                     }
                 }
