@@ -43,8 +43,8 @@ pub(crate) fn prefetch(at: *const u8, len: usize) {
 
 /// Weight rows a pre-fill kernel call reads together.
 const PREFILL_ROWS: usize = 4;
-/// Activation vectors a pre-fill kernel call reads together.
-const PREFILL_VECTORS: usize = 4;
+/// Activation vectors a pre-fill kernel call reads together (then half as many, then one).
+const PREFILL_VECTORS: usize = 8;
 
 /// A K-quant block format.
 pub trait KFormat {
@@ -311,6 +311,11 @@ fn prefill_tile<const RT: usize, K: Kernel>(
         let v: [KAct<'_>; PREFILL_VECTORS] = std::array::from_fn(|i| x.vector(t + i));
         put(t, &kernel.dot(w, v));
         t += PREFILL_VECTORS;
+    }
+    if t + PREFILL_VECTORS / 2 <= n {
+        let v: [KAct<'_>; PREFILL_VECTORS / 2] = std::array::from_fn(|i| x.vector(t + i));
+        put(t, &kernel.dot(w, v));
+        t += PREFILL_VECTORS / 2;
     }
     for t in t..n {
         put(t, &kernel.dot(w, [x.vector(t)]));
