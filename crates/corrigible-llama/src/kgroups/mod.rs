@@ -1,6 +1,6 @@
-//! K-quant weight rows interleaved sixteen at a time, for decode on AVX-512 VNNI, the
-//! products of fewer vectors than the AMX tile kernels take, and pre-fill split by rows on a
-//! CPU without AMX.
+//! K-quant weight rows interleaved sixteen at a time, for decode with AVX-512 VNNI (or, for
+//! Q4_K, AVX2), the products of fewer vectors than the AMX tile kernels take, and pre-fill
+//! split by rows on a CPU without AMX.
 //!
 //! Decode multiplies every weight row with one activation vector. Read row by row, each
 //! block's sums end in a horizontal add, and its scales are unpacked one row at a time. Here
@@ -171,7 +171,7 @@ pub(crate) fn dot_rows<F: GroupKernel>(
 /// gets the 16 rows of group `g` times the vectors from `t` on, `dots[v]` for vector `t + v`,
 /// once for each group and vector. False, putting nothing, when the CPU lacks the group
 /// kernels or the shapes disagree.
-pub(crate) fn dot<F: GroupKernel>(
+fn dot<F: GroupKernel>(
     groups: &Groups,
     row_groups: Range<usize>,
     x: &Q8KVectors,
@@ -523,6 +523,9 @@ mod tests {
         }
         let x = vectors(5, cols, seed);
         let never = |_: usize, _: usize, _: &[[f32; GROUP]]| panic!("put");
+        for cpu in Cpu::all().into_iter().filter(|&c| !F::runs_on(c)) {
+            assert!(!dot_on::<F>(cpu, groups, 0..3, &x, 0..5, never), "{cpu:?}");
+        }
         assert!(!dot::<F>(groups, 0..4, &x, 0..5, never));
         assert!(!dot::<F>(groups, 0..3, &x, 0..6, never));
         assert!(!dot::<F>(groups, 0..3, &vectors(5, 512, 1), 0..5, never));
