@@ -157,25 +157,35 @@ mod os {
         unsafe { asm!("ldtilecfg [{0}]", in(reg) config.0.as_ptr(), options(nostack)) };
     }
 
+    /// One tile product: the sums zeroed, 16 rows of `$a` (`$stride` bytes apart) and
+    /// `$b`'s rows of 64 bytes loaded, multiplied by `$instruction` and stored into `$c`.
+    macro_rules! tile_product {
+        ($instruction:literal, $a:expr, $stride:expr, $b:expr, $c:expr) => {
+            // SAFETY: the callers (`Tiles::product`, `Tiles::product_signed`) checked that
+            // `$a` holds 16 rows of `k` bytes `$stride` apart and `$b` holds `k / 4` rows of
+            // 64 bytes, as configured by `configure` on this thread (a `Tiles` is not
+            // `Send`); `$c` is 16 rows of 64 bytes.
+            unsafe {
+                asm!(
+                    "tilezero tmm0",
+                    "tileloadd tmm1, [{a} + {stride} * 1]",
+                    "tileloadd tmm2, [{b} + {b_stride} * 1]",
+                    $instruction,
+                    "tilestored [{c} + {b_stride} * 1], tmm0",
+                    a = in(reg) $a.as_ptr(),
+                    stride = in(reg) $stride,
+                    b = in(reg) $b.as_ptr(),
+                    b_stride = in(reg) 4 * TILE,
+                    c = in(reg) $c.as_mut_ptr(),
+                    options(nostack),
+                )
+            }
+        };
+    }
+
+    /// `tdpbusd`: unsigned `a` by signed `b`.
     pub(super) fn product(a: &[u8], stride: usize, b: &[i8], c: &mut [[i32; TILE]; TILE]) {
-        // SAFETY: `Tiles::product` checked that `a` holds 16 rows of `k` bytes `stride` apart
-        // and `b` holds `k / 4` rows of 64 bytes, as configured by `configure` on this thread
-        // (a `Tiles` is not `Send`); `c` is 16 rows of 64 bytes.
-        unsafe {
-            asm!(
-                "tilezero tmm0",
-                "tileloadd tmm1, [{a} + {stride} * 1]",
-                "tileloadd tmm2, [{b} + {b_stride} * 1]",
-                "tdpbusd tmm0, tmm1, tmm2",
-                "tilestored [{c} + {b_stride} * 1], tmm0",
-                a = in(reg) a.as_ptr(),
-                stride = in(reg) stride,
-                b = in(reg) b.as_ptr(),
-                b_stride = in(reg) 4 * TILE,
-                c = in(reg) c.as_mut_ptr(),
-                options(nostack),
-            );
-        }
+        tile_product!("tdpbusd tmm0, tmm1, tmm2", a, stride, b, c);
     }
 
     /// `tdpbsud`, or `tdpbssd` with `SIGNED_B`.
@@ -185,30 +195,10 @@ mod os {
         b: &[u8],
         c: &mut [[i32; TILE]; TILE],
     ) {
-        macro_rules! product {
-            ($instruction:literal) => {
-                // SAFETY: as in `product`: `Tiles::product_signed` checked the same lengths.
-                unsafe {
-                    asm!(
-                        "tilezero tmm0",
-                        "tileloadd tmm1, [{a} + {stride} * 1]",
-                        "tileloadd tmm2, [{b} + {b_stride} * 1]",
-                        $instruction,
-                        "tilestored [{c} + {b_stride} * 1], tmm0",
-                        a = in(reg) a.as_ptr(),
-                        stride = in(reg) stride,
-                        b = in(reg) b.as_ptr(),
-                        b_stride = in(reg) 4 * TILE,
-                        c = in(reg) c.as_mut_ptr(),
-                        options(nostack),
-                    )
-                }
-            };
-        }
         if SIGNED_B {
-            product!("tdpbssd tmm0, tmm1, tmm2");
+            tile_product!("tdpbssd tmm0, tmm1, tmm2", a, stride, b, c);
         } else {
-            product!("tdpbsud tmm0, tmm1, tmm2");
+            tile_product!("tdpbsud tmm0, tmm1, tmm2", a, stride, b, c);
         }
     }
 
