@@ -1,15 +1,41 @@
-//! One log line per request: method, path, status, latency and, when the request concerns a
-//! run, its id. 5xx lines are at `ERROR`, the others at `INFO`.
+//! One log line per request, through tower-http's [`TraceLayer`]: method, path, status,
+//! latency and, when the request concerns a run, its id. 5xx lines are at `ERROR`, the
+//! others at `INFO`.
 
-use std::time::Instant;
+use std::time::Duration;
 
 use axum::extract::Request;
-use axum::middleware::Next;
 use axum::response::Response;
+use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
+use tower_http::trace::TraceLayer;
+use tracing::Span;
 
 /// The run a response is about, set by handlers that start runs.
 #[derive(Debug, Clone)]
 pub(crate) struct RunIdExt(pub(crate) String);
+
+/// The layer that writes the lines.
+pub(crate) type AccessLog = TraceLayer<
+    SharedClassifier<ServerErrorsAsFailures>,
+    fn(&Request) -> Span,
+    (),
+    fn(&Response, Duration, &Span),
+    (),
+    (),
+    (),
+>;
+
+/// The access log: a span per request carrying its method, path and run id, and one event
+/// in it when the response is ready; nothing else (no line at the request, none at failure).
+pub(crate) fn layer() -> AccessLog {
+    TraceLayer::new_for_http()
+        .make_span_with(request_span as fn(&Request) -> Span)
+        .on_request(())
+        .on_response(log_response as fn(&Response, Duration, &Span))
+        .on_body_chunk(())
+        .on_eos(())
+        .on_failure(())
+}
 
 /// The run id in a path such as `/v1/runs/{id}` or `/v1/runs/{id}/events`.
 fn run_id_in(path: &str) -> Option<&str> {
@@ -18,25 +44,29 @@ fn run_id_in(path: &str) -> Option<&str> {
     (!id.is_empty()).then_some(id)
 }
 
-/// Logs the request once its response is ready.
-pub(crate) async fn log_request(request: Request, next: Next) -> Response {
-    let started = Instant::now();
-    let method = request.method().clone();
-    let path = request.uri().path().to_string();
-    let response = next.run(request).await;
-    let run_id = response
-        .extensions()
-        .get::<RunIdExt>()
-        .map(|r| r.0.as_str())
-        .or_else(|| run_id_in(&path));
-    let status = response.status().as_u16();
-    let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
-    if status >= 500 {
-        tracing::error!(%method, path, status, latency_ms, run_id, "request");
-    } else {
-        tracing::info!(%method, path, status, latency_ms, run_id, "request");
+/// At `ERROR`, so that the line of a 5xx keeps its method and path whatever the filter lets
+/// through; the event in it chooses the line's level.
+fn request_span(request: &Request) -> Span {
+    let path = request.uri().path();
+    tracing::error_span!(
+        "request",
+        method = %request.method(),
+        path,
+        run_id = run_id_in(path),
+    )
+}
+
+fn log_response(response: &Response, latency: Duration, span: &Span) {
+    if let Some(RunIdExt(id)) = response.extensions().get::<RunIdExt>() {
+        span.record("run_id", id.as_str());
     }
-    response
+    let status = response.status().as_u16();
+    let latency_ms = latency.as_secs_f64() * 1000.0;
+    if status >= 500 {
+        tracing::error!(parent: span, status, latency_ms, "request");
+    } else {
+        tracing::info!(parent: span, status, latency_ms, "request");
+    }
 }
 
 #[cfg(test)]

@@ -15,7 +15,7 @@ use crate::origin::{HostPolicy, check_host};
 use crate::routes::router;
 use crate::state::AppState;
 use crate::store::StoreError;
-use crate::{access_log, lease};
+use crate::{access_log, lease, security_headers};
 
 /// How long open connections may go on once the runs are done or interrupted.
 const CONNECTION_GRACE: Duration = Duration::from_secs(5);
@@ -128,7 +128,9 @@ pub async fn serve_listener(
     let hosts = Arc::new(HostPolicy::new(local, &config.allowed_hosts));
     let app = router(state)
         .layer(from_fn_with_state(hosts, check_host))
-        .layer(axum::middleware::from_fn(access_log::log_request));
+        // Again outside the `Host` check, so that its 403s carry the headers too.
+        .layer(axum::middleware::from_fn(security_headers::add))
+        .layer(access_log::layer());
     let limits = ConnectionLimits {
         header_read_timeout: config.header_read_timeout,
         idle_timeout: config.idle_timeout,

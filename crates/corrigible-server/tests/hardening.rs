@@ -72,6 +72,40 @@ async fn a_public_address_needs_an_api_key_or_an_explicit_opt_out() {
 }
 
 #[tokio::test]
+async fn a_public_address_is_served_with_an_api_key_or_the_explicit_opt_out() {
+    let mut opted_out = Options::replay(SIMPLE);
+    opted_out.configure = |config| {
+        config.addr = "0.0.0.0:0".into();
+        config.allow_insecure = true;
+    };
+    let server = TestServer::start(opted_out).await;
+    let run = server.post_run(&json!({"prompt": "6*7?"})).await;
+    assert_eq!(run.status(), StatusCode::OK);
+    server.stop().await;
+
+    let mut with_key = Options::replay(SIMPLE);
+    with_key.api_key = Some("k3y".into());
+    with_key.configure = |config| config.addr = "0.0.0.0:0".into();
+    let server = TestServer::start(with_key).await;
+    let anonymous = server
+        .client
+        .get(server.url("/v1/runs"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(anonymous.status(), StatusCode::UNAUTHORIZED);
+    let keyed = server
+        .client
+        .get(server.url("/v1/runs"))
+        .bearer_auth("k3y")
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(keyed.status(), StatusCode::OK);
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn post_bodies_must_be_json() {
     let server = TestServer::start(Options::replay(SIMPLE)).await;
     let body = r#"{"prompt": "6*7?"}"#;
@@ -185,8 +219,24 @@ async fn host_and_origin_must_name_this_server() {
 #[tokio::test]
 async fn the_dashboard_sends_security_headers() {
     let server = TestServer::start(Options::replay(SIMPLE)).await;
-    for path in ["/", "/assets/app.js", "/v1/runs"] {
-        let response = server.client.get(server.url(path)).send().await.unwrap();
+    // The last one is refused by the `Host` check, before any route.
+    for (path, host) in [
+        ("/", None),
+        ("/assets/app.js", None),
+        ("/v1/runs", None),
+        ("/v1/runs", Some("rebound.example")),
+    ] {
+        let mut request = server.client.get(server.url(path));
+        if let Some(host) = host {
+            request = request.header("host", host);
+        }
+        let response = request.send().await.unwrap();
+        let expected = if host.is_some() {
+            StatusCode::FORBIDDEN
+        } else {
+            StatusCode::OK
+        };
+        assert_eq!(response.status(), expected, "{path}");
         let header = |name: &str| {
             response
                 .headers()

@@ -159,10 +159,11 @@ impl TestServer {
         (options.configure)(&mut config);
         let store = open_store(&db).await.expect("store opens");
         let state = AppState::new(agent(&replay), replay_factory(replay), store, &config);
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
+        let listener = tokio::net::TcpListener::bind(config.addr.as_str())
             .await
             .expect("binds");
-        let base = format!("http://{}", listener.local_addr().expect("address"));
+        let port = listener.local_addr().expect("address").port();
+        let base = format!("http://127.0.0.1:{port}");
         let (stop, stopped) = oneshot::channel::<()>();
         let serving = state.clone();
         let handle = tokio::spawn(async move {
