@@ -238,6 +238,10 @@ pub struct ServeArgs {
     /// Connections served at once; more wait to be accepted.
     #[arg(long, default_value_t = corrigible_server::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// Events waiting to be written past which runs wait before their next model call, and
+    /// new runs before they start.
+    #[arg(long, value_name = "N", default_value_t = corrigible_server::DEFAULT_EVENT_QUEUE)]
+    pub event_queue: usize,
     /// This instance's id in a shared database (default: HOSTNAME:PORT).
     #[arg(long)]
     pub instance_id: Option<String>,

@@ -10,6 +10,7 @@ mod render;
 mod setup;
 mod transcript;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -37,12 +38,19 @@ impl From<anyhow::Error> for Failure {
 
 fn main() -> ExitCode {
     let cli = Cli::parse();
+    // A server logs its requests and warnings unless told otherwise; the other commands
+    // print only their own output.
+    let default_log = match cli.command {
+        Command::Serve(_) => "warn,corrigible_server=info",
+        _ => "off",
+    };
     tracing_subscriber::fmt()
         .with_env_filter(
             tracing_subscriber::EnvFilter::try_from_env("CORRIGIBLE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("off")),
+                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_log)),
         )
         .with_writer(std::io::stderr)
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
     if let Command::Parse(args) = &cli.command {
         return parse::parse(args);
@@ -159,6 +167,9 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
     if args.max_connections == 0 {
         return Err(anyhow::anyhow!("--max-connections: must be at least 1").into());
     }
+    if args.event_queue == 0 {
+        return Err(anyhow::anyhow!("--event-queue: must be at least 1").into());
+    }
     if args.header_read_timeout == 0 || args.idle_timeout == 0 || args.lease == 0 {
         return Err(anyhow::anyhow!(
             "--header-read-timeout, --idle-timeout, --lease: must be at least 1"
@@ -198,6 +209,7 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout),
         idle_timeout: std::time::Duration::from_secs(args.idle_timeout),
         max_connections: args.max_connections,
+        event_queue: args.event_queue,
         instance_id: args.instance_id,
         lease: std::time::Duration::from_secs(args.lease),
         ..Default::default()

@@ -47,6 +47,7 @@ fn start(db: &str, replay: &str, shared: bool) -> Server {
         .env("CORRIGIBLE_WEATHER_GEOCODING_URL", &dead)
         .env("CORRIGIBLE_WEATHER_FORECAST_URL", &dead)
         .env("NO_COLOR", "1")
+        .env("CORRIGIBLE_LOG", "warn")
         .env_remove("CORRIGIBLE_API_KEY")
         .stdout(Stdio::null())
         .stderr(Stdio::piped());
