@@ -177,6 +177,7 @@ async fn a_server_killed_under_load_keeps_every_event_a_client_saw() {
     );
     let mut interrupted = HashSet::new();
     let mut interrupted_with_calls = 0;
+    let mut interrupted_with_tool_calls = 0;
     for (run_id, seen) in &received {
         let stored = client
             .get(format!("{base}/v1/runs/{run_id}/events"))
@@ -221,6 +222,9 @@ async fn a_server_killed_under_load_keeps_every_event_a_client_saw() {
             if count("model_call") > 0 {
                 interrupted_with_calls += 1;
             }
+            if count("tool_call") > 0 {
+                interrupted_with_tool_calls += 1;
+            }
             assert_eq!(
                 run["model_calls"].as_u64(),
                 Some(count("model_call")),
@@ -237,6 +241,10 @@ async fn a_server_killed_under_load_keeps_every_event_a_client_saw() {
     assert!(
         interrupted_with_calls > 0,
         "no interrupted run kept a model call"
+    );
+    assert!(
+        interrupted_with_tool_calls > 0,
+        "no interrupted run kept a tool call"
     );
     server.kill().unwrap();
     server.wait().unwrap();

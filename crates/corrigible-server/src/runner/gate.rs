@@ -33,6 +33,9 @@ impl ModelLayer for GatedModel {
 
 #[cfg(test)]
 mod tests {
+    use std::time::Duration;
+
+    use super::super::writer::tests::{Held, queued};
     use super::*;
     use crate::store::open_store;
 
@@ -55,6 +58,49 @@ mod tests {
         fn thinks(&self) -> bool {
             true
         }
+    }
+
+    fn request() -> ModelRequest {
+        ModelRequest {
+            stage: corrigible::Stage::new(1, 0),
+            messages: Vec::new(),
+            tools: Vec::new(),
+            protocol: corrigible::Protocol::Json,
+            correction: None,
+            grounds: Default::default(),
+        }
+    }
+
+    #[tokio::test]
+    async fn a_model_call_waits_while_the_queue_is_full() {
+        let store = Held::with_run().await;
+        let writer = StoreWriter::spawn(store.clone(), 4);
+        let gated = Arc::new(GatedModel::new(Arc::new(Thinker), writer.clone()));
+        let live = super::super::live::LiveRuns::default().open("r");
+        for seq in 1..=4 {
+            writer.event(queued(&live, seq));
+        }
+        tokio::time::sleep(Duration::from_millis(50)).await;
+        let call = tokio::spawn({
+            let gated = gated.clone();
+            async move { gated.complete(&request()).await }
+        });
+        tokio::time::sleep(Duration::from_millis(150)).await;
+        assert!(
+            !call.is_finished(),
+            "a model call went on past a full queue"
+        );
+        store.release();
+        let reply = tokio::time::timeout(Duration::from_secs(5), call)
+            .await
+            .expect("the call goes on once the store writes")
+            .expect("joins");
+        assert!(reply.is_ok());
+        // Under the bound, calls do not wait.
+        tokio::time::timeout(Duration::from_secs(5), gated.complete(&request()))
+            .await
+            .expect("no wait with room")
+            .expect("reply");
     }
 
     #[tokio::test]

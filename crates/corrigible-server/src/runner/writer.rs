@@ -261,7 +261,7 @@ async fn end_run(store: &dyn RunStore, run_id: &str, end: &RunEnd) -> Result<(),
 }
 
 #[cfg(test)]
-mod tests {
+pub(super) mod tests {
     use std::time::Duration;
 
     use async_trait::async_trait;
@@ -271,9 +271,28 @@ mod tests {
     use crate::store::{NewRun, RunRecord, RunSummary, SqliteStore, StoreError};
 
     /// A store whose event writes wait for a permit, to hold the writer mid-write.
-    struct Held {
+    pub(in crate::runner) struct Held {
         inner: SqliteStore,
         permits: Semaphore,
+    }
+
+    impl Held {
+        /// A held store in memory with the run `r`.
+        pub(in crate::runner) async fn with_run() -> Arc<Self> {
+            let inner = SqliteStore::open("sqlite::memory:")
+                .await
+                .expect("store opens");
+            inner.insert_run(&new_run("r")).await.expect("run inserted");
+            Arc::new(Held {
+                inner,
+                permits: Semaphore::new(0),
+            })
+        }
+
+        /// Lets the writer go on.
+        pub(in crate::runner) fn release(&self) {
+            self.permits.add_permits(1000);
+        }
     }
 
     #[async_trait]
@@ -330,7 +349,7 @@ mod tests {
         }
     }
 
-    fn queued(live: &Arc<LiveRun>, seq: u64) -> QueuedEvent {
+    pub(in crate::runner) fn queued(live: &Arc<LiveRun>, seq: u64) -> QueuedEvent {
         QueuedEvent {
             stored: StoredEvent {
                 run_id: "r".into(),
