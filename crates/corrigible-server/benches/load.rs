@@ -1,7 +1,8 @@
 //! Load benchmark: many concurrent replay runs against servers on loopback ports, next to the
 //! two ceilings that bound them, all in one process and one run:
 //!
-//! 1. a bare axum route behind the same connection handling (the HTTP stack's ceiling);
+//! 1. a bare axum route, served by `axum::serve` on the same runtime (the HTTP stack's
+//!    ceiling);
 //! 2. SQLite's write ceiling for our rows (whole runs in the writer's batches, no HTTP);
 //! 3. the full server on SQLite (a calculator call and a final answer per run);
 //! 4. with `LOAD_POSTGRES_URL` set: the full server on Postgres, with 1 and 2 instances
@@ -10,7 +11,8 @@
 //! `cargo bench -p corrigible-server --bench load` runs `LOAD_RUNS` runs (default 2000) with
 //! `LOAD_CONCURRENCY` clients (default 64) per phase and prints requests or runs per second
 //! and p50/p90/p99 latency. Without `--bench` (as under `cargo test --benches`) it runs a
-//! 20-run smoke test.
+//! 20-run smoke test. With `LOAD_LOG=1` the servers log as `corrigible serve` does by
+//! default (a line per request on stderr; redirect it).
 
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -55,6 +57,15 @@ fn main() {
     let full = std::env::args().any(|a| a == "--bench");
     let runs = if full { env("LOAD_RUNS", 2000) } else { 20 };
     let concurrency = if full { env("LOAD_CONCURRENCY", 64) } else { 4 };
+    if env("LOAD_LOG", 0) == 1 {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(
+                "warn,corrigible_server=info",
+            ))
+            .with_writer(std::io::stderr)
+            .with_ansi(false)
+            .init();
+    }
     let runtime = tokio::runtime::Runtime::new().expect("a Tokio runtime");
     runtime.block_on(load(runs, concurrency.max(1)));
 }
