@@ -99,13 +99,20 @@ async fn load(runs: usize, concurrency: usize) {
 
     if let Ok(url) = std::env::var("LOAD_POSTGRES_URL") {
         let one = Server::start(&url, concurrency).await;
-        let stats = drive(std::slice::from_ref(&one.base), runs, concurrency).await;
-        report("server, Postgres, 1 instance", &stats, "runs/s");
+        let single = drive(std::slice::from_ref(&one.base), runs, concurrency).await;
+        report("server, Postgres, 1 instance", &single, "runs/s");
         let two = Server::start(&url, concurrency).await;
-        let stats = drive(&[one.base.clone(), two.base.clone()], runs, concurrency).await;
-        report("server, Postgres, 2 instances", &stats, "runs/s");
+        let both = drive(&[one.base.clone(), two.base.clone()], runs, concurrency).await;
+        report("server, Postgres, 2 instances", &both, "runs/s");
         one.stop().await;
         two.stop().await;
+        for stats in [single, both] {
+            assert!(
+                stats.errors.is_empty(),
+                "{} runs failed on Postgres",
+                stats.errors.len()
+            );
+        }
     }
 }
 
