@@ -143,9 +143,24 @@ impl LocalModel {
             &token_spelling(&tokenizer, tokenizer.bos_token()),
             &token_spelling(&tokenizer, tokenizer.eos_token()),
         )?;
-        let llama = corrigible_llama::load(&content, &file, config.weights)
-            .map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
-        let guide = Guide::new(&tokenizer, llama.vocab_size())?;
+        // The constraint's token trie is built on another thread while the weights load (on
+        // one core, mostly), for the logits' width the file's embedding table gives.
+        let width = content
+            .tensor_infos
+            .get("token_embd.weight")
+            .and_then(|t| t.shape.dims().first().copied());
+        let (llama, early_guide) = std::thread::scope(|scope| {
+            let tokenizer = &tokenizer;
+            let guide = width.map(|n| scope.spawn(move || (n, Guide::new(tokenizer, n))));
+            let llama = corrigible_llama::load(&content, &file, config.weights);
+            (llama, guide.and_then(|g| g.join().ok()))
+        });
+        let llama =
+            llama.map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
+        let guide = match early_guide {
+            Some((n, guide)) if n == llama.vocab_size() => guide?,
+            _ => Guide::new(&tokenizer, llama.vocab_size())?,
+        };
         let (closers, thought_stops, thought_line_stops) = closers_and_thought_stops(&tokenizer);
         let prefix_store = config.prefix_cache.as_ref().and_then(|dir| {
             PrefixStore::new(dir, &path, config.weights, DEFAULT_PREFIX_STORE_BYTES)
