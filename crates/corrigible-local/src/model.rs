@@ -144,14 +144,19 @@ impl LocalModel {
             &token_spelling(&tokenizer, tokenizer.eos_token()),
         )?;
         // The constraint's token trie is built on another thread while the weights load (on
-        // one core, mostly), for the logits' width the file's embedding table gives.
+        // one core, mostly), for the logits' width the file's embedding table gives; here,
+        // after loading, when that thread could not start or the width was another.
         let width = content
             .tensor_infos
             .get("token_embd.weight")
             .and_then(|t| t.shape.dims().first().copied());
         let (llama, early_guide) = std::thread::scope(|scope| {
             let tokenizer = &tokenizer;
-            let guide = width.map(|n| scope.spawn(move || (n, Guide::new(tokenizer, n))));
+            let guide = width.and_then(|n| {
+                std::thread::Builder::new()
+                    .spawn_scoped(scope, move || (n, Guide::new(tokenizer, n)))
+                    .ok()
+            });
             let llama = corrigible_llama::load(&content, &file, config.weights);
             (llama, guide.and_then(|g| g.join().ok()))
         });

@@ -376,14 +376,7 @@ pub(super) mod tests {
 
     #[tokio::test]
     async fn events_are_shown_only_once_stored_and_a_full_queue_holds_runs_back() {
-        let inner = SqliteStore::open("sqlite::memory:")
-            .await
-            .expect("store opens");
-        inner.insert_run(&new_run("r")).await.expect("run inserted");
-        let store = Arc::new(Held {
-            inner,
-            permits: Semaphore::new(0),
-        });
+        let store = Held::with_run().await;
         let writer = StoreWriter::spawn(store.clone(), 4);
         let lives = super::super::live::LiveRuns::default();
         let live = lives.open("r");
@@ -397,7 +390,7 @@ pub(super) mod tests {
         assert_eq!(writer.queued(), 6);
         let waiting = tokio::time::timeout(Duration::from_millis(100), writer.room()).await;
         assert!(waiting.is_err(), "a run went on past a full queue");
-        store.permits.add_permits(100);
+        store.release();
         tokio::time::timeout(Duration::from_secs(5), writer.room())
             .await
             .expect("room once the store writes");
@@ -410,14 +403,7 @@ pub(super) mod tests {
 
     #[tokio::test]
     async fn a_failing_batch_is_written_op_by_op_so_one_bad_row_fails_only_itself() {
-        let inner = SqliteStore::open("sqlite::memory:")
-            .await
-            .expect("store opens");
-        inner.insert_run(&new_run("r")).await.expect("run inserted");
-        let store = Arc::new(Held {
-            inner,
-            permits: Semaphore::new(0),
-        });
+        let store = Held::with_run().await;
         let writer = StoreWriter::spawn(store.clone(), 64);
         let lives = super::super::live::LiveRuns::default();
         let live = lives.open("r");
@@ -443,7 +429,7 @@ pub(super) mod tests {
             async move { writer.end("r", failed).await }
         });
         tokio::time::sleep(Duration::from_millis(20)).await;
-        store.permits.add_permits(100);
+        store.release();
         assert!(duplicate.await.expect("joins").is_err());
         assert!(fresh.await.expect("joins").is_ok());
         assert_eq!(ended.await.expect("joins"), Ok(()));
