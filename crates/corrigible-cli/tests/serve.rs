@@ -52,6 +52,20 @@ impl Server {
         format!("http://127.0.0.1:{}{path}", self.port)
     }
 
+    /// Posts a run and returns its id.
+    async fn post_run(&self, client: &reqwest::Client) -> String {
+        let report: Value = client
+            .post(self.url("/v1/runs"))
+            .json(&json!({"prompt": "6*7?"}))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        report["run_id"].as_str().unwrap().to_string()
+    }
+
     fn wait_healthy(&mut self) {
         let deadline = Instant::now() + Duration::from_secs(30);
         while Instant::now() < deadline {
@@ -91,16 +105,7 @@ async fn serve_logs_one_line_per_request_on_stderr_by_default() {
     let db = dir.path().join("runs.db").display().to_string();
     let mut server = Server::start(&["--db", &db], &dir, None);
     let client = reqwest::Client::new();
-    let report: Value = client
-        .post(server.url("/v1/runs"))
-        .json(&json!({"prompt": "6*7?"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run_id = report["run_id"].as_str().unwrap().to_string();
+    let run_id = server.post_run(&client).await;
     let missing = client
         .get(server.url("/v1/runs/nope"))
         .send()
@@ -146,16 +151,7 @@ async fn the_config_files_database_url_selects_the_run_store() {
     let config = config.display().to_string();
     let client = reqwest::Client::new();
     let mut server = Server::start(&["--config", &config], &dir, Some("warn"));
-    let report: Value = client
-        .post(server.url("/v1/runs"))
-        .json(&json!({"prompt": "6*7?"}))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
-    let run_id = report["run_id"].as_str().unwrap().to_string();
+    let run_id = server.post_run(&client).await;
     server.stop();
     assert!(std::path::Path::new(&db).exists(), "{db} was not created");
 
