@@ -3,13 +3,14 @@
 use candle_core::quantized::{GgmlDType, QMatMul, QTensor};
 use candle_core::{Device, Module, Result, Tensor};
 
+use std::cell::RefCell;
 use std::ops::Range;
 
 use super::amx::TILE;
 use super::kgroups::GROUP;
 use super::ktiles;
 use super::mapped::Stored;
-use super::parallel::{for_each_piece, inference_threads};
+use super::parallel::{Threads, for_each_piece, inference_threads};
 use super::q4::Q4Matrix;
 use super::q4k::{Q4K, Q4KMatrix};
 use super::q6k::{Q6K, Q6KMatrix};
@@ -166,7 +167,6 @@ struct Activations {
 #[derive(Default)]
 pub struct Scratch {
     quantized: Activations,
-    by_row: Vec<f32>,
 }
 
 fn to_candle_err(e: impl std::error::Error + Send + Sync + 'static) -> candle_core::Error {
@@ -302,7 +302,7 @@ impl Linear {
                 } else {
                     4
                 };
-                by_rows(seq, rows, align, &mut scratch.by_row, out, dot_rows);
+                by_rows(Threads::shared(), seq, rows, align, out, dot_rows);
             }
             Linear::Candle { parts, .. } => {
                 let input = Tensor::from_slice(x, (seq, cols), &Device::Cpu)?;
@@ -348,13 +348,17 @@ fn by_tokens(seq: usize, rows: usize, parts: &[Part], x: &Activations, out: &mut
     });
 }
 
-/// Runs `dot_rows` over pieces of the `rows` output rows on every thread, each row holding
-/// its `seq` values, and transposes the by-row result into `out` (already sized).
+/// Runs `dot_rows` over pieces of the `rows` output rows on every thread and writes each
+/// result into `out` (already sized), `seq` vectors of `rows` values.
+///
+/// The kernels write row by row (each row holding its `seq` values): a thread runs them on
+/// [`ROWS_PER_CALL`] rows at a time into a buffer that stays in its cache, then copies the
+/// values into its columns of `out`.
 fn by_rows(
+    threads: Threads,
     seq: usize,
     rows: usize,
     align: usize,
-    by_row: &mut Vec<f32>,
     out: &mut [f32],
     dot_rows: impl Fn(Range<usize>, &mut [f32]) + Sync,
 ) {
@@ -362,36 +366,36 @@ fn by_rows(
         for_each_piece(out, rows, 1, align, dot_rows);
         return;
     }
-    by_row.clear();
-    by_row.resize(seq * rows, 0.0);
-    for_each_piece(by_row, rows, seq, align, dot_rows);
-    transpose(by_row, rows, seq, out);
-}
-
-/// Writes the `rows x cols` row-major matrix `from` into `to` as `cols x rows`, a tile of
-/// [`TRANSPOSE_TILE`] square at a time so that both sides stay in the cache, with the columns
-/// shared among the threads.
-fn transpose(from: &[f32], rows: usize, cols: usize, to: &mut [f32]) {
-    if from.len() != rows * cols || to.len() != rows * cols {
-        return;
-    }
-    for_each_piece(to, cols, rows, TRANSPOSE_TILE, |columns, to| {
-        for r0 in (0..rows).step_by(TRANSPOSE_TILE) {
-            let r1 = (r0 + TRANSPOSE_TILE).min(rows);
-            for c0 in columns.clone().step_by(TRANSPOSE_TILE) {
-                let c1 = (c0 + TRANSPOSE_TILE).min(columns.end);
-                for r in r0..r1 {
-                    for c in c0..c1 {
-                        to[(c - columns.start) * rows + r] = from[r * cols + c];
+    let per_call = ROWS_PER_CALL.div_ceil(align) * align;
+    threads.for_each_column_piece(out, seq, rows, align, |columns, slices| {
+        BY_ROW.with_borrow_mut(|by_row| {
+            for first in columns.clone().step_by(per_call) {
+                let end = (first + per_call).min(columns.end);
+                by_row.clear();
+                by_row.resize((end - first) * seq, 0.0);
+                dot_rows(first..end, by_row);
+                let at = first - columns.start;
+                for (t, slice) in slices.iter_mut().enumerate() {
+                    let Some(to) = slice.get_mut(at..at + end - first) else {
+                        continue;
+                    };
+                    for (k, v) in to.iter_mut().enumerate() {
+                        *v = by_row[k * seq + t];
                     }
                 }
             }
-        }
+        });
     });
 }
 
-/// The side of the square tiles of [`transpose`].
-const TRANSPOSE_TILE: usize = 16;
+thread_local! {
+    /// Each thread's buffer of [`by_rows`], kept between calls.
+    static BY_ROW: RefCell<Vec<f32>> = const { RefCell::new(Vec::new()) };
+}
+
+/// Output rows a thread computes together before copying them into their columns: their
+/// values for a few hundred vectors stay in its cache.
+const ROWS_PER_CALL: usize = 128;
 
 #[cfg(test)]
 mod tests {
@@ -413,24 +417,44 @@ mod tests {
     }
 
     #[test]
-    fn a_transpose_in_tiles_moves_every_value_once() {
-        for (rows, cols) in [(37, 19), (16, 16), (1, 5), (3, 1)] {
-            let from: Vec<f32> = (0..rows * cols).map(|i| i as f32).collect();
-            let mut to = vec![-1.0; rows * cols];
-            transpose(&from, rows, cols, &mut to);
-            for r in 0..rows {
-                for c in 0..cols {
+    fn rows_computed_a_few_at_a_time_land_in_their_columns() {
+        let cases = [
+            (150, 7, 16),
+            (131, 3, 4),
+            (64, 2, 16),
+            (5, 9, 4),
+            (3100, 3, 16),
+            (1000, 2, 4),
+        ];
+        for (rows, seq, align) in cases {
+            let mut out = vec![-1.0; rows * seq];
+            by_rows(
+                Threads::helped(),
+                seq,
+                rows,
+                align,
+                &mut out,
+                |items, by_row| {
+                    assert!(items.start.is_multiple_of(align), "{items:?}");
+                    assert!(items.len() <= ROWS_PER_CALL, "{items:?}");
+                    assert_eq!(by_row.len(), items.len() * seq);
+                    for (k, r) in items.enumerate() {
+                        for t in 0..seq {
+                            by_row[k * seq + t] = (r * 1000 + t) as f32;
+                        }
+                    }
+                },
+            );
+            for t in 0..seq {
+                for r in 0..rows {
                     assert_eq!(
-                        to[c * rows + r],
-                        from[r * cols + c],
-                        "{rows}x{cols} at {r},{c}"
+                        out[t * rows + r],
+                        (r * 1000 + t) as f32,
+                        "{rows}x{seq} at {t},{r}"
                     );
                 }
             }
         }
-        let mut untouched = vec![-1.0; 6];
-        transpose(&[1.0; 5], 2, 3, &mut untouched);
-        assert_eq!(untouched, [-1.0; 6]);
     }
 
     #[test]

@@ -256,22 +256,114 @@ fn for_each_piece_on<T, F>(
     if out.len() != n_items * item_len || n_items == 0 {
         return;
     }
-    let align = align.max(1);
-    let threads = helpers(pool).len() + 1;
-    let units = n_items.div_ceil(align);
-    if threads == 1 || units < 2 || pool.solo() {
+    let Some(per_piece) = piece_items(pool, n_items, align) else {
         f(0..n_items, out);
         return;
-    }
-    let per_piece = units.div_ceil(threads * PIECES_PER_THREAD).max(1) * align;
-    let pieces: Vec<Mutex<(Range<usize>, &mut [T])>> = out
+    };
+    let pieces = out
         .chunks_mut(per_piece * item_len.max(1))
         .enumerate()
         .map(|(i, chunk)| {
             let start = i * per_piece;
-            Mutex::new((start..(start + per_piece).min(n_items), chunk))
+            (start..(start + per_piece).min(n_items), chunk)
         })
         .collect();
+    run_pieces(pool, pieces, |items, chunk| f(items, chunk));
+}
+
+/// A pool of threads to share work on: the process's own, or in tests one with helpers
+/// whatever `CANDLE_NUM_THREADS` says.
+#[derive(Clone, Copy)]
+pub struct Threads(&'static Pool);
+
+impl Threads {
+    /// The process's inference threads ([`inference_threads`]).
+    pub fn shared() -> Self {
+        Threads(pool())
+    }
+
+    /// The caller and two helpers (CI sets `CANDLE_NUM_THREADS` to 1).
+    #[cfg(test)]
+    pub fn helped() -> Self {
+        static POOL: OnceLock<&'static Pool> = OnceLock::new();
+        Threads(POOL.get_or_init(|| spawn_pool(2)))
+    }
+
+    /// Runs `f(columns, slices)` over `out`, seen as `rows` rows of `n_columns` values each,
+    /// split by columns into pieces of whole multiples of `align` columns shared among the
+    /// threads: `slices[r]` is the piece's part of row `r`, columns `columns`.
+    ///
+    /// `out` must hold `rows * n_columns` values; otherwise nothing runs.
+    pub fn for_each_column_piece<F>(
+        self,
+        out: &mut [f32],
+        rows: usize,
+        n_columns: usize,
+        align: usize,
+        f: F,
+    ) where
+        F: Fn(Range<usize>, &mut [&mut [f32]]) + Sync,
+    {
+        for_each_column_piece_on(self.0, out, rows, n_columns, align, f);
+    }
+}
+
+/// [`Threads::for_each_column_piece`] on the threads of `pool`.
+fn for_each_column_piece_on<F>(
+    pool: &'static Pool,
+    out: &mut [f32],
+    rows: usize,
+    n_columns: usize,
+    align: usize,
+    f: F,
+) where
+    F: Fn(Range<usize>, &mut [&mut [f32]]) + Sync,
+{
+    if out.len() != rows * n_columns || n_columns == 0 || rows == 0 {
+        return;
+    }
+    let per_piece = piece_items(pool, n_columns, align).unwrap_or(n_columns);
+    let n_pieces = n_columns.div_ceil(per_piece);
+    let mut pieces: Vec<(Range<usize>, Vec<&mut [f32]>)> = (0..n_pieces)
+        .map(|i| {
+            let start = i * per_piece;
+            (
+                start..(start + per_piece).min(n_columns),
+                Vec::with_capacity(rows),
+            )
+        })
+        .collect();
+    for row in out.chunks_exact_mut(n_columns) {
+        for (piece, part) in pieces.iter_mut().zip(row.chunks_mut(per_piece)) {
+            piece.1.push(part);
+        }
+    }
+    if let [(columns, slices)] = &mut pieces[..] {
+        f(columns.clone(), slices);
+        return;
+    }
+    run_pieces(pool, pieces, |columns, slices| f(columns, slices));
+}
+
+/// Items per piece when `n_items` items are shared among the threads of `pool` in multiples
+/// of `align`; `None` when the caller should do them all at once.
+fn piece_items(pool: &Pool, n_items: usize, align: usize) -> Option<usize> {
+    let align = align.max(1);
+    let threads = helpers(pool).len() + 1;
+    let units = n_items.div_ceil(align);
+    if threads == 1 || units < 2 || pool.solo() {
+        return None;
+    }
+    Some(units.div_ceil(threads * PIECES_PER_THREAD).max(1) * align)
+}
+
+/// Runs `f` on every piece, each taken by exactly one thread of `pool`.
+fn run_pieces<P: Send>(
+    pool: &'static Pool,
+    pieces: Vec<(Range<usize>, P)>,
+    f: impl Fn(Range<usize>, &mut P) + Sync,
+) {
+    let pieces: Vec<Mutex<(Range<usize>, P)>> = pieces.into_iter().map(Mutex::new).collect();
     let next = AtomicUsize::new(0);
     let work = || {
         let mut done = 0;
@@ -283,8 +375,8 @@ fn for_each_piece_on<T, F>(
             // Each piece is taken by exactly one thread, so the lock is never contended; a
             // poisoned lock (a panic in `f` elsewhere) still holds valid data.
             let mut guard = piece.lock().unwrap_or_else(|e| e.into_inner());
-            let (items, chunk) = &mut *guard;
-            f(items.clone(), chunk);
+            let (items, part) = &mut *guard;
+            f(items.clone(), part);
             done += 1;
         }
     };
@@ -355,10 +447,40 @@ mod tests {
         assert!(!pool.solo());
     }
 
-    /// A pool with two helpers, whatever `CANDLE_NUM_THREADS` says (CI sets it to 1).
     fn helped() -> &'static Pool {
-        static POOL: OnceLock<&'static Pool> = OnceLock::new();
-        POOL.get_or_init(|| spawn_pool(2))
+        Threads::helped().0
+    }
+
+    #[test]
+    fn column_pieces_cover_every_row_once_in_whole_multiples() {
+        for (rows, n_columns, align) in [(3, 150, 16), (7, 33, 4), (1, 5, 1), (4, 16, 16)] {
+            let mut out = vec![0f32; rows * n_columns];
+            for_each_column_piece_on(
+                helped(),
+                &mut out,
+                rows,
+                n_columns,
+                align,
+                |columns, slices| {
+                    assert!(columns.start.is_multiple_of(align), "{columns:?}");
+                    assert_eq!(slices.len(), rows);
+                    for (r, slice) in slices.iter_mut().enumerate() {
+                        assert_eq!(slice.len(), columns.len());
+                        for (c, v) in columns.clone().zip(slice.iter_mut()) {
+                            *v += (r * 1000 + c) as f32;
+                        }
+                    }
+                },
+            );
+            for r in 0..rows {
+                for c in 0..n_columns {
+                    assert_eq!(out[r * n_columns + c], (r * 1000 + c) as f32, "{r},{c}");
+                }
+            }
+        }
+        let mut untouched = vec![-1f32; 6];
+        for_each_column_piece_on(helped(), &mut untouched, 2, 4, 1, |_, _| panic!("ran"));
+        assert_eq!(untouched, [-1.0; 6]);
     }
 
     #[test]
