@@ -322,8 +322,8 @@ impl Linear {
 
 /// Vectors from which stacked K-quant matrices on tiles split the vectors among the threads
 /// (each thread reads every weight row) instead of the rows (each thread reads every vector).
-/// Split by vectors, the threads write the output in its order, with no transposition after
-/// them; with too few groups of 16 vectors, one thread would get more of them than another.
+/// Split by vectors, the threads write the output in its order, with no copy from a buffer;
+/// with too few groups of 16 vectors, one thread would get more of them than another.
 const BY_TOKENS_MIN: usize = 128;
 
 /// Every row of `parts`, stacked, times the `seq` vectors of `x` into `out` (`seq` rows of
