@@ -304,45 +304,31 @@ impl Threads {
     ) where
         F: Fn(Range<usize>, &mut [&mut [f32]]) + Sync,
     {
-        for_each_column_piece_on(self.0, out, rows, n_columns, align, f);
-    }
-}
-
-/// [`Threads::for_each_column_piece`] on the threads of `pool`.
-fn for_each_column_piece_on<F>(
-    pool: &'static Pool,
-    out: &mut [f32],
-    rows: usize,
-    n_columns: usize,
-    align: usize,
-    f: F,
-) where
-    F: Fn(Range<usize>, &mut [&mut [f32]]) + Sync,
-{
-    if out.len() != rows * n_columns || n_columns == 0 || rows == 0 {
-        return;
-    }
-    let per_piece = piece_items(pool, n_columns, align).unwrap_or(n_columns);
-    let n_pieces = n_columns.div_ceil(per_piece);
-    let mut pieces: Vec<(Range<usize>, Vec<&mut [f32]>)> = (0..n_pieces)
-        .map(|i| {
-            let start = i * per_piece;
-            (
-                start..(start + per_piece).min(n_columns),
-                Vec::with_capacity(rows),
-            )
-        })
-        .collect();
-    for row in out.chunks_exact_mut(n_columns) {
-        for (piece, part) in pieces.iter_mut().zip(row.chunks_mut(per_piece)) {
-            piece.1.push(part);
+        if out.len() != rows * n_columns || n_columns == 0 || rows == 0 {
+            return;
         }
+        let per_piece = piece_items(self.0, n_columns, align).unwrap_or(n_columns);
+        let n_pieces = n_columns.div_ceil(per_piece);
+        let mut pieces: Vec<(Range<usize>, Vec<&mut [f32]>)> = (0..n_pieces)
+            .map(|i| {
+                let start = i * per_piece;
+                (
+                    start..(start + per_piece).min(n_columns),
+                    Vec::with_capacity(rows),
+                )
+            })
+            .collect();
+        for row in out.chunks_exact_mut(n_columns) {
+            for (piece, part) in pieces.iter_mut().zip(row.chunks_mut(per_piece)) {
+                piece.1.push(part);
+            }
+        }
+        if let [(columns, slices)] = &mut pieces[..] {
+            f(columns.clone(), slices);
+            return;
+        }
+        run_pieces(self.0, pieces, |columns, slices| f(columns, slices));
     }
-    if let [(columns, slices)] = &mut pieces[..] {
-        f(columns.clone(), slices);
-        return;
-    }
-    run_pieces(pool, pieces, |columns, slices| f(columns, slices));
 }
 
 /// Items per piece when `n_items` items are shared among the threads of `pool` in multiples
@@ -455,8 +441,7 @@ mod tests {
     fn column_pieces_cover_every_row_once_in_whole_multiples() {
         for (rows, n_columns, align) in [(3, 150, 16), (7, 33, 4), (1, 5, 1), (4, 16, 16)] {
             let mut out = vec![0f32; rows * n_columns];
-            for_each_column_piece_on(
-                helped(),
+            Threads::helped().for_each_column_piece(
                 &mut out,
                 rows,
                 n_columns,
@@ -479,7 +464,7 @@ mod tests {
             }
         }
         let mut untouched = vec![-1f32; 6];
-        for_each_column_piece_on(helped(), &mut untouched, 2, 4, 1, |_, _| panic!("ran"));
+        Threads::helped().for_each_column_piece(&mut untouched, 2, 4, 1, |_, _| panic!("ran"));
         assert_eq!(untouched, [-1.0; 6]);
     }
 
