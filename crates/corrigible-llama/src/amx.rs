@@ -93,6 +93,33 @@ impl Tiles {
     }
 }
 
+/// Products summed per call of [`Tiles::summed_pair`].
+pub(crate) const STEPS: usize = 4;
+
+impl Tiles {
+    /// Two sums of [`STEPS`] products of [`Tiles::product_signed`] (signed `a`, unsigned
+    /// `b`), one per half of `b`, sharing the rows of `a`: `c[h][i][v] = Σ_j a[i * stride +
+    /// j] * b[h * k * TILE * STEPS + …]` over `j < STEPS * k`, product `s` reading bytes
+    /// `s * k ..` of each row of `a` and the `s`-th run of `k * TILE` bytes of the half. The
+    /// sums stay in their tiles across the products and are stored once. Returns false,
+    /// writing nothing, when `a` or `b` is too short or `stride` shorter than `STEPS * k`.
+    #[inline]
+    pub(crate) fn summed_pair(
+        &self,
+        a: &[i8],
+        stride: usize,
+        b: &[u8],
+        c: &mut [[[i32; TILE]; TILE]; 2],
+    ) -> bool {
+        let (k, row) = (self.k, STEPS * self.k);
+        if stride < row || a.len() < (TILE - 1) * stride + row || b.len() < 2 * row * TILE {
+            return false;
+        }
+        os::summed_pair(a, stride, k, b, c);
+        true
+    }
+}
+
 impl Drop for Tiles {
     fn drop(&mut self) {
         os::release();
@@ -137,17 +164,17 @@ mod os {
         granted == 0
     }
 
-    /// Palette 1: tile 0 the sums (16 rows of 64 bytes), tile 1 the weights (16 rows of `k`
-    /// bytes), tile 2 the activations (`k / 4` rows of 64 bytes).
+    /// Palette 1: tiles 0 and 3 sums (16 rows of 64 bytes), tile 1 the rows of `k` bytes,
+    /// tiles 2 and 5 the columns (`k / 4` rows of 64 bytes).
     #[repr(C, align(64))]
     struct Config([u8; 64]);
 
     pub(super) fn configure(k: usize) {
         let mut config = Config([0; 64]);
         config.0[0] = 1;
-        let colsb = [4 * TILE, k, 4 * TILE];
-        let rows = [TILE, TILE, k / 4];
-        for t in 0..3 {
+        let colsb = [4 * TILE, k, 4 * TILE, 4 * TILE, 0, 4 * TILE];
+        let rows = [TILE, TILE, k / 4, TILE, 0, k / 4];
+        for t in 0..6 {
             config.0[16 + 2 * t..18 + 2 * t].copy_from_slice(&(colsb[t] as u16).to_le_bytes());
             config.0[48 + t] = rows[t] as u8;
         }
@@ -202,6 +229,53 @@ mod os {
         }
     }
 
+    /// [`super::Tiles::summed_pair`], for rows of `k` bytes per product.
+    pub(super) fn summed_pair(
+        a: &[i8],
+        stride: usize,
+        k: usize,
+        b: &[u8],
+        c: &mut [[[i32; TILE]; TILE]; 2],
+    ) {
+        let half = super::STEPS * k * TILE;
+        // Tiles 0 and 3 hold the sums from one block below to the next.
+        // SAFETY: the tiles were configured by `configure(k)` on this thread (a `Tiles` is
+        // not `Send`); zeroing reads no memory.
+        unsafe { asm!("tilezero tmm0", "tilezero tmm3", options(nostack)) };
+        for s in 0..super::STEPS {
+            // SAFETY: `Tiles::summed_pair` checked that `a` holds 16 rows of `STEPS * k`
+            // bytes `stride` apart and `b` two halves of `STEPS` runs of `k / 4` rows of 64
+            // bytes, as configured; product `s` reads bytes `s * k ..` of the rows of `a` and
+            // the `s`-th run of each half of `b`.
+            unsafe {
+                asm!(
+                    "tileloadd tmm1, [{a} + {stride} * 1]",
+                    "tileloadd tmm2, [{low} + {b_stride} * 1]",
+                    "tileloadd tmm5, [{high} + {b_stride} * 1]",
+                    "tdpbsud tmm0, tmm1, tmm2",
+                    "tdpbsud tmm3, tmm1, tmm5",
+                    a = in(reg) a[s * k..].as_ptr(),
+                    stride = in(reg) stride,
+                    low = in(reg) b[s * k * TILE..].as_ptr(),
+                    high = in(reg) b[half + s * k * TILE..].as_ptr(),
+                    b_stride = in(reg) 4 * TILE,
+                    options(nostack),
+                )
+            };
+        }
+        // SAFETY: each `c[h]` is 16 rows of 64 bytes, what tiles 0 and 3 hold.
+        unsafe {
+            asm!(
+                "tilestored [{c0} + {b_stride} * 1], tmm0",
+                "tilestored [{c1} + {b_stride} * 1], tmm3",
+                c0 = in(reg) c[0].as_mut_ptr(),
+                c1 = in(reg) c[1].as_mut_ptr(),
+                b_stride = in(reg) 4 * TILE,
+                options(nostack),
+            )
+        };
+    }
+
     pub(super) fn release() {
         // SAFETY: releasing the tile state is valid whether or not it is configured.
         unsafe { asm!("tilerelease", options(nostack)) };
@@ -225,6 +299,15 @@ mod os {
         _stride: usize,
         _b: &[u8],
         _c: &mut [[i32; TILE]; TILE],
+    ) {
+    }
+
+    pub(super) fn summed_pair(
+        _a: &[i8],
+        _stride: usize,
+        _k: usize,
+        _b: &[u8],
+        _c: &mut [[[i32; TILE]; TILE]; 2],
     ) {
     }
 
@@ -273,6 +356,46 @@ mod tests {
             assert!(!tiles.product(&a, k - 4, &b, &mut c));
         }
         assert!(amx.tiles(0).is_none() && amx.tiles(66).is_none() && amx.tiles(68).is_none());
+    }
+
+    #[test]
+    fn summed_pairs_are_the_integer_sums_of_their_products() {
+        let Some(amx) = Amx::detect() else {
+            eprintln!("skipped: this CPU or kernel offers no AMX tiles");
+            return;
+        };
+        for k in [16, 64] {
+            let stride = STEPS * k + 8;
+            let a: Vec<i8> = (0..TILE * stride)
+                .map(|i| (i * 7 % 251) as u8 as i8)
+                .collect();
+            let half = STEPS * k * TILE;
+            let b: Vec<u8> = (0..2 * half).map(|i| (i * 13 % 255) as u8).collect();
+            let tiles = amx.tiles(k).expect("tiles");
+            // Twice, so that the second call starts from zero too.
+            let mut c = [[[0; TILE]; TILE]; 2];
+            for _ in 0..2 {
+                assert!(tiles.summed_pair(&a, stride, &b, &mut c));
+            }
+            for (h, c) in c.iter().enumerate() {
+                for (i, row) in c.iter().enumerate() {
+                    for (v, &got) in row.iter().enumerate() {
+                        let want: i32 = (0..STEPS)
+                            .map(|s| {
+                                let a = |x: usize| a[s * k + x] as i32;
+                                let b = |x: usize| b[h * half + s * k * TILE + x] as i32;
+                                integer_product(a, b, (stride, k), (i, v))
+                            })
+                            .sum();
+                        assert_eq!(got, want, "k {k} half {h} row {i} column {v}");
+                    }
+                }
+            }
+            let short = &a[..15 * stride + STEPS * k - 1];
+            assert!(!tiles.summed_pair(short, stride, &b, &mut c));
+            assert!(!tiles.summed_pair(&a, stride, &b[1..], &mut c));
+            assert!(!tiles.summed_pair(&a, STEPS * k - 4, &b, &mut c));
+        }
     }
 
     #[test]

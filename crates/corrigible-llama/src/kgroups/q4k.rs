@@ -121,7 +121,21 @@ mod avx512 {
         (lo_sum, hi_sum)
     }
 
-    /// [`super::GroupTiles::operands`] of a whole group block.
+    /// Each byte of `x` times the 32-bit lane's `scale` (below 16, as the bytes are), the
+    /// products below 256.
+    #[inline]
+    #[target_feature(enable = "avx512f,avx512bw")]
+    fn times(x: __m512i, scale: __m512i) -> __m512i {
+        let by = _mm512_or_si512(scale, _mm512_slli_epi32::<16>(scale));
+        let even = _mm512_set1_epi16(0x00FF);
+        let low = _mm512_mullo_epi16(_mm512_and_si512(x, even), by);
+        let high = _mm512_mullo_epi16(_mm512_srli_epi16::<8>(x), by);
+        _mm512_or_si512(low, _mm512_slli_epi16::<8>(high))
+    }
+
+    /// [`super::GroupTiles::operands`] of a whole group block: sub-block `s`'s nibbles times
+    /// the low four bits of its scale from `512 s` on, times the top two from `4096 + 512 s`
+    /// on.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
     pub(super) fn operands(block: &[u8], tiles: &mut Operands, factors: &mut Factors) {
         assert!(block.len() >= GROUP_BYTES);
@@ -129,35 +143,47 @@ mod avx512 {
         // SAFETY: the group block holds 36 words of 64 bytes (asserted); `w < 36`; unaligned.
         let word = |w: usize| unsafe { _mm512_loadu_si512(p.add(64 * w).cast()) };
         let (dm, w0, w1, w2) = (word(0), word(1), word(2), word(3));
-        let d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
-        let dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(dm)));
         let low = _mm512_set1_epi8(0x0F);
         let out = tiles.as_mut_ptr();
+        let half = 2 * 512 * 4;
+        let scales: [__m512i; 8] = std::array::from_fn(|s| six_bits(w0, w2, s, 0));
         for j in 0..4 {
+            let (s_lo, s_hi) = (scales[2 * j], scales[2 * j + 1]);
+            let four = _mm512_set1_epi32(0x0F);
+            let parts = [
+                (_mm512_and_si512(s_lo, four), _mm512_and_si512(s_hi, four)),
+                (_mm512_srli_epi32::<4>(s_lo), _mm512_srli_epi32::<4>(s_hi)),
+            ];
             for c in 0..8 {
                 let q = word(4 + 8 * j + c);
                 let lo = _mm512_and_si512(q, low);
                 let hi = _mm512_and_si512(_mm512_srli_epi16::<4>(q), low);
-                // SAFETY: sub-blocks 2j and 2j + 1 (< 8) hold 512 bytes each, row `c < 8`
-                // of 64 inside them; unaligned stores.
-                unsafe {
-                    _mm512_storeu_si512(out.add(512 * 2 * j + 64 * c).cast(), lo);
-                    _mm512_storeu_si512(out.add(512 * (2 * j + 1) + 64 * c).cast(), hi);
+                for (h, (by_lo, by_hi)) in parts.iter().enumerate() {
+                    // SAFETY: sub-blocks 2j and 2j + 1 (< 8) hold 512 bytes each in each
+                    // half of `tiles` (8192 bytes), row `c < 8` of 64 inside them; unaligned
+                    // stores.
+                    unsafe {
+                        let at = out.add(h * half);
+                        _mm512_storeu_si512(at.add(512 * 2 * j + 64 * c).cast(), times(lo, *by_lo));
+                        _mm512_storeu_si512(
+                            at.add(512 * (2 * j + 1) + 64 * c).cast(),
+                            times(hi, *by_hi),
+                        );
+                    }
                 }
             }
         }
+        let d = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(dm));
+        let dmin = _mm512_cvtph_ps(_mm512_cvtepi32_epi16(_mm512_srli_epi32::<16>(dm)));
+        // SAFETY: `factors` holds 16 lanes per row; unaligned stores.
+        unsafe {
+            _mm512_storeu_ps(factors.d.as_mut_ptr(), d);
+            _mm512_storeu_ps(factors.dmin.as_mut_ptr(), dmin);
+        }
         for s in 0..8 {
-            let sc = _mm512_cvtepi32_ps(six_bits(w0, w2, s, 0));
             let m = _mm512_cvtepi32_ps(six_bits(w1, w2, s, 4));
-            let scale = _mm512_mul_ps(d, sc);
-            // `-dmin * m` as the scalar unpacking computes it: the sign flipped, then the product.
-            let minus = _mm512_xor_si512(_mm512_castps_si512(dmin), _mm512_set1_epi32(i32::MIN));
-            let offset = _mm512_mul_ps(_mm512_castsi512_ps(minus), m);
-            // SAFETY: `factors` holds 16 lanes per sub-block; unaligned stores.
-            unsafe {
-                _mm512_storeu_ps(factors.scale[s].as_mut_ptr(), scale);
-                _mm512_storeu_ps(factors.offset[s].as_mut_ptr(), offset);
-            }
+            // SAFETY: as above.
+            unsafe { _mm512_storeu_ps(factors.min[s].as_mut_ptr(), m) };
         }
     }
 

@@ -166,12 +166,8 @@ mod avx512 {
             let up = _mm_cvtsi32_si128(24 - 8 * (s % 4) as i32);
             let sc = _mm512_srai_epi32::<24>(_mm512_sll_epi32(word(48 + s / 4), up));
             let scale = _mm512_mul_ps(d, _mm512_cvtepi32_ps(sc));
-            let offset = _mm512_setzero_ps();
-            // SAFETY: `factors` holds 16 lanes per sub-block; unaligned stores.
-            unsafe {
-                _mm512_storeu_ps(factors.scale[s].as_mut_ptr(), scale);
-                _mm512_storeu_ps(factors.offset[s].as_mut_ptr(), offset);
-            }
+            // SAFETY: `factors` holds 16 lanes per sub-block; unaligned store.
+            unsafe { _mm512_storeu_ps(factors.scale[s].as_mut_ptr(), scale) };
         }
     }
 

@@ -9,29 +9,38 @@
 //! per row of sums with one lane per weight row, so that a weight row's scale and offset are
 //! one register for every vector, and a vector's 16 outputs are stored together.
 //!
-//! For Q4_K the arithmetic is the row-gathering tile kernel's (`ktiles`), lane for lane: the
-//! same exact integer sums, scaled, offset and summed in the same order. Q6_K's operands are
-//! its values less 32, signed (`tdpbssd`), so that its sums need no offset: the same exact
-//! integer sums, with the offset folded in before the scaling.
+//! Q4_K's operands are its nibbles times their sub-block's six-bit scale, split in two
+//! because the products must stay below 256: times the scale's low four bits, and times its
+//! top two. The products of a whole block then add up on the tiles, two sums per 16 vectors
+//! and 16 rows instead of one per sub-block of 32, and the arithmetic is the decode group
+//! kernel's (`super::q4k`), lane for lane: the same exact sums, scaled in the same order, so
+//! that pre-fill and decode give the same bits. Q6_K's operands are its values less 32,
+//! signed (`tdpbssd`), so that its sums need no offset; its eight-bit scales leave no room
+//! to fold them in, so each sub-block of 16 is a product of its own, scaled.
 
 use std::ops::Range;
 
 use super::{GROUP, Groups, group_bytes};
-use crate::amx::{Amx, TILE};
+use crate::amx::{Amx, STEPS, TILE};
 use crate::ktiles::TileFormat;
 use crate::q8k::{K_BLOCK, Q8KVectors};
 
 /// The weights of one group block as tile operands: sub-block `s`'s `SUB / 4` rows of 64
-/// bytes from `s * 16 * SUB` on, the values unsigned.
-pub(crate) type Operands = [u8; TILE * K_BLOCK];
+/// bytes from `s * 16 * SUB` on; for a format of unsigned operands, two such runs, the values
+/// times the low and the high bits of their sub-block's scale ([`GroupTiles::SIGNED`]).
+pub(crate) type Operands = [u8; 2 * TILE * K_BLOCK];
 
-/// Per sub-block and weight row: the scale of the integer sums, and the offset that
-/// multiplies the activations' sums over the sub-block (zero, and not read, for a format with
-/// signed operands).
+/// Per weight row, the factors of a group block's exact sums.
 #[derive(Debug, Clone, Copy, Default)]
 pub(crate) struct Factors {
+    /// Signed operands: per sub-block, the scale of the integer sums.
     pub(crate) scale: [[f32; GROUP]; TILE],
-    pub(crate) offset: [[f32; GROUP]; TILE],
+    /// Unsigned operands: the block's scale of the sums, and of its minimums' sum.
+    pub(crate) d: [f32; GROUP],
+    pub(crate) dmin: [f32; GROUP],
+    /// Unsigned operands: per sub-block, the minimum, which multiplies the activations' sum
+    /// over the sub-block.
+    pub(crate) min: [[f32; GROUP]; TILE],
 }
 
 /// Groups of 16 weight rows computed before their outputs are written.
@@ -39,8 +48,11 @@ const ROW_GROUPS: usize = 4;
 
 /// A K-quant format whose group blocks split into tile operands.
 pub(crate) trait GroupTiles: TileFormat {
-    /// Whether the operands are signed bytes, with no offsets (Q6_K's values less 32), or
-    /// unsigned ones whose offsets multiply the activations' sums.
+    /// Whether the operands are signed bytes, with no offsets (Q6_K's values less 32), one
+    /// product per sub-block scaled by [`Factors::scale`]; or unsigned ones (Q4_K's), each
+    /// value times the low four bits of its sub-block's scale and, in a second run, times the
+    /// bits above them, so that a whole block is summed exactly on the tiles in two sums,
+    /// the second worth 16 times the first, and the minimums' sums are added apart.
     const SIGNED: bool;
 
     /// Writes the operands and the factors of the group block at the start of `block`;
@@ -76,7 +88,8 @@ pub(crate) fn dot<F: GroupTiles>(
     let Some(amx) = Amx::detect() else {
         return false;
     };
-    let Some(tiles) = amx.tiles(F::SUB) else {
+    let k = if F::SIGNED { F::SUB } else { K_BLOCK / STEPS };
+    let Some(tiles) = amx.tiles(k) else {
         return false;
     };
     let subs = K_BLOCK / F::SUB;
@@ -104,7 +117,7 @@ pub(crate) fn dot<F: GroupTiles>(
     }
     let quants = x.quants();
     let group_len = group_bytes(F::BLOCK_BYTES);
-    let mut operands = [0u8; TILE * K_BLOCK];
+    let mut operands = [0u8; 2 * TILE * K_BLOCK];
     let mut factors = Factors::default();
     // The last vectors, when fewer than 16, one block at a time with zeros after them.
     let mut pad = [0i8; TILE * K_BLOCK];
@@ -208,9 +221,9 @@ impl Block<'_> {
             #[allow(unsafe_code)]
             unsafe {
                 if F::SIGNED {
-                    avx512::accumulate::<true>(self, tiles, F::SUB, acc)
+                    avx512::accumulate_signed(self, tiles, F::SUB, acc)
                 } else {
-                    avx512::accumulate::<false>(self, tiles, F::SUB, acc)
+                    avx512::accumulate_summed(self, tiles, F::SUB, acc)
                 }
             }
         }
@@ -231,39 +244,29 @@ mod avx512 {
     use crate::amx::Tiles;
     use crate::kmatrix::prefetch;
 
+    /// The products of a block of signed operands: one per sub-block, each scaled.
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
-    pub(super) fn accumulate<const SIGNED: bool>(
+    pub(super) fn accumulate_signed(
         block: &Block<'_>,
         tiles: &Tiles,
         sub: usize,
         acc: &mut [[f32; GROUP]; TILE],
     ) -> bool {
         let subs = K_BLOCK / sub;
-        for v in 0..TILE {
-            prefetch(block.next.wrapping_add(v * block.stride).cast(), K_BLOCK);
-        }
+        prefetch_next(block);
         let mut sum = [_mm512_setzero_ps(); TILE];
         let mut sums = [[0i32; GROUP]; TILE];
         for s in 0..subs {
             let b = &block.operands[s * TILE * sub..];
-            if !tiles.product_signed::<SIGNED>(&block.a[s * sub..], block.stride, b, &mut sums) {
+            if !tiles.product_signed::<true>(&block.a[s * sub..], block.stride, b, &mut sums) {
                 return false;
             }
-            // SAFETY: each row holds 16 lanes; unaligned loads.
-            let (scale, offset) = unsafe {
-                (
-                    _mm512_loadu_ps(block.factors.scale[s].as_ptr()),
-                    _mm512_loadu_ps(block.factors.offset[s].as_ptr()),
-                )
-            };
+            // SAFETY: each row holds 16 lanes; unaligned load.
+            let scale = unsafe { _mm512_loadu_ps(block.factors.scale[s].as_ptr()) };
             for (v, sum) in sum.iter_mut().enumerate() {
                 // SAFETY: a row of `sums` holds 16 i32; unaligned load.
                 let c = _mm512_cvtepi32_ps(unsafe { _mm512_loadu_si512(sums[v].as_ptr().cast()) });
                 *sum = _mm512_fmadd_ps(c, scale, *sum);
-                if !SIGNED {
-                    let ys = _mm512_set1_ps(block.ys[v * subs + s]);
-                    *sum = _mm512_fmadd_ps(ys, offset, *sum);
-                }
             }
         }
         for (v, acc) in acc.iter_mut().enumerate() {
@@ -278,6 +281,65 @@ mod avx512 {
             }
         }
         true
+    }
+
+    /// The products of a block of unsigned operands, summed whole on the tiles: per vector,
+    /// `d * dy * Σ sc Σ q y - dmin * dy * Σ m Σ y`, rounded as the decode kernel rounds it
+    /// (`super::super::q4k`), the integer sums exact and the minimums' sum exact in `f32`.
+    #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
+    pub(super) fn accumulate_summed(
+        block: &Block<'_>,
+        tiles: &Tiles,
+        sub: usize,
+        acc: &mut [[f32; GROUP]; TILE],
+    ) -> bool {
+        let subs = K_BLOCK / sub;
+        prefetch_next(block);
+        let mut sums = [[[0i32; GROUP]; TILE]; 2];
+        if !tiles.summed_pair(block.a, block.stride, block.operands, &mut sums) {
+            return false;
+        }
+        let f = block.factors;
+        // SAFETY: each row of factors holds 16 lanes; unaligned loads.
+        let (d, dmin) = unsafe {
+            (
+                _mm512_loadu_ps(f.d.as_ptr()),
+                _mm512_loadu_ps(f.dmin.as_ptr()),
+            )
+        };
+        for (v, acc) in acc.iter_mut().enumerate() {
+            // SAFETY: rows of `sums` hold 16 i32; unaligned loads.
+            let (low, high) = unsafe {
+                (
+                    _mm512_loadu_si512(sums[0][v].as_ptr().cast()),
+                    _mm512_loadu_si512(sums[1][v].as_ptr().cast()),
+                )
+            };
+            let t = _mm512_cvtepi32_ps(_mm512_add_epi32(low, _mm512_slli_epi32::<4>(high)));
+            let mut m = _mm512_setzero_ps();
+            for s in 0..subs {
+                // SAFETY: as above.
+                let min = unsafe { _mm512_loadu_ps(f.min[s].as_ptr()) };
+                m = _mm512_fmadd_ps(min, _mm512_set1_ps(block.ys[v * subs + s]), m);
+            }
+            let dy = _mm512_set1_ps(block.dy[v]);
+            // SAFETY: `acc` rows hold 16 f32; unaligned load and store.
+            unsafe {
+                let a = _mm512_fmadd_ps(t, _mm512_mul_ps(d, dy), _mm512_loadu_ps(acc.as_ptr()));
+                let a = _mm512_fnmadd_ps(m, _mm512_mul_ps(dmin, dy), a);
+                _mm512_storeu_ps(acc.as_mut_ptr(), a);
+            }
+        }
+        true
+    }
+
+    /// Asks for the next 16 vectors' block of activations.
+    #[inline]
+    #[target_feature(enable = "avx512f")]
+    fn prefetch_next(block: &Block<'_>) {
+        for v in 0..TILE {
+            prefetch(block.next.wrapping_add(v * block.stride).cast(), K_BLOCK);
+        }
     }
 }
 
@@ -294,8 +356,8 @@ mod tests {
     use crate::q6k::Q6K;
 
     /// The kernel on interleaved rows against the row-gathering tile kernel on the same rows
-    /// stored by rows (bit for bit for unsigned operands: the same sums in the same order),
-    /// and against candle's dequantization.
+    /// stored by rows, against the group kernels (bit for bit, for unsigned operands) and
+    /// against candle's dequantization.
     fn agrees<F: GroupTiles + super::super::GroupKernel>(
         dtype: GgmlDType,
         f16_at: &[usize],
@@ -325,17 +387,19 @@ mod tests {
             }));
             let mut gathered = vec![0f32; rows * n];
             assert!(ktiles::dot_rows(&by_rows, 0..rows, &x, &mut gathered));
+            let mut decoded = vec![0f32; rows * n];
+            super::super::dot_rows::<F>(groups, 0..rows, &x, &mut decoded);
             for r in 0..rows {
                 for t in 0..n {
                     let (a, b) = (ours[r * n + t], gathered[r * n + t]);
                     let (want, size) = reference(&dense, cols, &x, r, t);
-                    if F::SIGNED {
-                        // The same exact sums, scaled with the offset folded in: within the
-                        // rounding of the scaling.
-                        let tol = 1e-6 * size.max(1e-3);
-                        assert!((a as f64 - b as f64).abs() <= tol, "row {r} vector {t}");
-                    } else {
-                        assert_eq!(a.to_bits(), b.to_bits(), "row {r} vector {t}: {a} vs {b}");
+                    // The same exact sums, scaled in another order: within the rounding.
+                    let tol = 1e-6 * size.max(1e-3);
+                    assert!((a as f64 - b as f64).abs() <= tol, "row {r} vector {t}");
+                    if !F::SIGNED {
+                        // Rounded as the decode kernels round them.
+                        let c = decoded[r * n + t];
+                        assert_eq!(a.to_bits(), c.to_bits(), "row {r} vector {t}: {a} vs {c}");
                     }
                     let got = ours[r * n + t] as f64;
                     assert!(
