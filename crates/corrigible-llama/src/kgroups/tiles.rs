@@ -293,7 +293,10 @@ mod avx512 {
         sub: usize,
         acc: &mut [[f32; GROUP]; TILE],
     ) -> bool {
-        let subs = K_BLOCK / sub;
+        const SUBS: usize = 8;
+        if K_BLOCK / sub != SUBS || block.ys.len() < TILE * SUBS {
+            return false;
+        }
         prefetch_next(block);
         let mut sums = [[[0i32; GROUP]; TILE]; 2];
         if !tiles.summed_pair(block.a, block.stride, block.operands, &mut sums) {
@@ -307,7 +310,8 @@ mod avx512 {
                 _mm512_loadu_ps(f.dmin.as_ptr()),
             )
         };
-        for (v, acc) in acc.iter_mut().enumerate() {
+        let ys = block.ys.chunks_exact(SUBS);
+        for ((v, acc), ys) in acc.iter_mut().enumerate().zip(ys) {
             // SAFETY: rows of `sums` hold 16 i32; unaligned loads.
             let (low, high) = unsafe {
                 (
@@ -317,10 +321,10 @@ mod avx512 {
             };
             let t = _mm512_cvtepi32_ps(_mm512_add_epi32(low, _mm512_slli_epi32::<4>(high)));
             let mut m = _mm512_setzero_ps();
-            for s in 0..subs {
+            for (min, &y) in f.min.iter().zip(ys) {
                 // SAFETY: as above.
-                let min = unsafe { _mm512_loadu_ps(f.min[s].as_ptr()) };
-                m = _mm512_fmadd_ps(min, _mm512_set1_ps(block.ys[v * subs + s]), m);
+                let min = unsafe { _mm512_loadu_ps(min.as_ptr()) };
+                m = _mm512_fmadd_ps(min, _mm512_set1_ps(y), m);
             }
             let dy = _mm512_set1_ps(block.dy[v]);
             // SAFETY: `acc` rows hold 16 f32; unaligned load and store.
