@@ -6,8 +6,8 @@
 //! enter as they are stored, their nibbles or six-bit values split out a whole 64-byte word
 //! at a time ([`GroupTiles::operands`]), and the activations are read in place, 16 vectors
 //! at once, `cols` bytes apart. Each product gives 16 vectors by 16 weight rows, one vector
-//! per row of sums with one lane per weight row, so that a weight row's scale and offset are
-//! one register for every vector, and a vector's 16 outputs are stored together.
+//! per row of sums with one lane per weight row, so that a weight row's factors are one
+//! register for every vector, and a vector's 16 outputs are stored together.
 //!
 //! Q4_K's operands are its nibbles times their sub-block's six-bit scale, split in two
 //! because the products must stay below 256: times the scale's low four bits, and times its
@@ -35,8 +35,9 @@ pub(crate) type Operands = [u8; 2 * TILE * K_BLOCK];
 pub(crate) struct Factors {
     /// Signed operands: per sub-block, the scale of the integer sums.
     pub(crate) scale: [[f32; GROUP]; TILE],
-    /// Unsigned operands: the block's scale of the sums, and of its minimums' sum.
+    /// Unsigned operands: the block's scale of the sums.
     pub(crate) d: [f32; GROUP],
+    /// Unsigned operands: the block's scale of the minimums' sum.
     pub(crate) dmin: [f32; GROUP],
     /// Unsigned operands: per sub-block, the minimum, which multiplies the activations' sum
     /// over the sub-block.
