@@ -28,6 +28,7 @@ mod sampler;
 mod template;
 mod thought;
 mod tokenizer;
+mod vocabulary;
 
 pub use config::{Constrain, LocalConfig};
 pub use constraint::{StringCaps, constraint_schema, narrowed_schema};

@@ -22,6 +22,7 @@ use crate::prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 use crate::sampler::Sampler;
 use crate::template::ChatTemplate;
 use crate::tokenizer::Tokenizer;
+use crate::vocabulary::Vocabulary;
 
 /// The shortest fixed prefix worth an entry in the prefix store.
 const MIN_STORED_PREFIX: usize = 64;
@@ -77,27 +78,6 @@ impl std::fmt::Debug for LocalModel {
     }
 }
 
-fn token_spelling(tokenizer: &Tokenizer, id: Option<u32>) -> String {
-    id.and_then(|id| tokenizer.token_name(id))
-        .unwrap_or_default()
-}
-
-/// The tokens whose text begins with `"`, which close a JSON string, the tokens that end a
-/// thought, and those together with the tokens that end a line of it; a token that does not
-/// decode on its own (part of a UTF-8 sequence) is none of them.
-fn closers_and_thought_stops(tokenizer: &Tokenizer) -> (Vec<u32>, Vec<u32>, Vec<u32>) {
-    let vocab: Vec<(u32, String)> = (0..tokenizer.vocab_size())
-        .filter_map(|id| u32::try_from(id).ok())
-        .filter_map(|id| tokenizer.decode(&[id]).ok().map(|text| (id, text)))
-        .collect();
-    let pairs = || vocab.iter().map(|(id, text)| (*id, text.as_str()));
-    (
-        crate::loop_guard::closers(pairs()),
-        crate::thought::stops(pairs(), tokenizer.stop_tokens()),
-        crate::thought::line_stops(pairs(), tokenizer.stop_tokens()),
-    )
-}
-
 fn model_name(path: &Path) -> String {
     let stem = path
         .file_stem()
@@ -137,36 +117,35 @@ impl LocalModel {
             }
             other => other,
         })?;
-        let tokenizer = Tokenizer::from_gguf(&content)?;
-        let template = ChatTemplate::from_gguf(
-            &content,
-            &token_spelling(&tokenizer, tokenizer.bos_token()),
-            &token_spelling(&tokenizer, tokenizer.eos_token()),
-        )?;
-        // The constraint's token trie is built on another thread while the weights load (on
-        // one core, mostly), for the logits' width the file's embedding table gives; here,
-        // after loading, when that thread could not start or the width was another.
-        let width = content
-            .tensor_infos
-            .get("token_embd.weight")
-            .and_then(|t| t.shape.dims().first().copied());
-        let (llama, early_guide) = std::thread::scope(|scope| {
-            let tokenizer = &tokenizer;
-            let guide = width.and_then(|n| {
-                std::thread::Builder::new()
-                    .spawn_scoped(scope, move || (n, Guide::new(tokenizer, n)))
-                    .ok()
-            });
-            let llama = corrigible_llama::load(&content, &file, config.weights);
-            (llama, guide.and_then(|g| g.join().ok()))
+        // The weights load on another thread (on one core, mostly) while this one reads the
+        // vocabulary; here, after it, when that thread could not start.
+        let (llama, vocabulary) = std::thread::scope(|scope| {
+            let weights = std::thread::Builder::new()
+                .spawn_scoped(scope, || {
+                    corrigible_llama::load(&content, &file, config.weights)
+                })
+                .ok();
+            let vocabulary = Vocabulary::from_gguf(&content);
+            let llama = match weights {
+                Some(handle) => handle
+                    .join()
+                    .unwrap_or_else(|panic| std::panic::resume_unwind(panic)),
+                None => corrigible_llama::load(&content, &file, config.weights),
+            };
+            (llama, vocabulary)
         });
+        let mut vocabulary = vocabulary?;
         let llama =
             llama.map_err(|e| LocalError::Unsupported(format!("{}: {e}", path.display())))?;
-        let guide = match early_guide {
-            Some((n, guide)) if n == llama.vocab_size() => guide?,
-            _ => Guide::new(&tokenizer, llama.vocab_size())?,
-        };
-        let (closers, thought_stops, thought_line_stops) = closers_and_thought_stops(&tokenizer);
+        let guide = vocabulary.take_guide(llama.vocab_size())?;
+        let Vocabulary {
+            tokenizer,
+            template,
+            closers,
+            thought_stops,
+            thought_line_stops,
+            ..
+        } = vocabulary;
         let prefix_store = config.prefix_cache.as_ref().and_then(|dir| {
             PrefixStore::new(dir, &path, config.weights, DEFAULT_PREFIX_STORE_BYTES)
                 .inspect_err(|e| tracing::warn!(error = %e, "no prefix store"))

@@ -5,6 +5,8 @@
 //! pre-tokenizer splits every digit apart and then applies byte-level BPE without a prefix
 //! space. [`Tokenizer::from_gguf`] puts that pipeline back so encode → decode round-trips.
 
+use std::sync::Arc;
+
 use candle_core::quantized::gguf_file;
 use candle_core::quantized::tokenizer::TokenizerFromGguf;
 use tokenizers::decoders::byte_level::ByteLevel as ByteLevelDecoder;
@@ -24,10 +26,10 @@ const END_OF_TURN_NAMES: [&str; 5] = [
     "</s>",
 ];
 
-/// A byte-level BPE tokenizer with the model's stop tokens.
+/// A byte-level BPE tokenizer with the model's stop tokens; clones share one vocabulary.
 #[derive(Clone)]
 pub struct Tokenizer {
-    inner: tokenizers::Tokenizer,
+    inner: Arc<tokenizers::Tokenizer>,
     stop_tokens: Vec<u32>,
     eos_token: Option<u32>,
     bos_token: Option<u32>,
@@ -124,7 +126,7 @@ impl Tokenizer {
             ));
         }
         Ok(Self {
-            inner,
+            inner: Arc::new(inner),
             stop_tokens,
             eos_token,
             bos_token,
@@ -181,5 +183,31 @@ impl Tokenizer {
         self.inner
             .to_string(false)
             .map_err(|e| LocalError::Tokenizer(e.to_string()))
+    }
+
+    /// The parts of the `tokenizer.json` form that spell the tokens: the decoder, the added
+    /// tokens and the model's vocabulary, without the merges and the rest of the pipeline.
+    pub(crate) fn spelling_json(&self) -> Result<serde_json::Value, LocalError> {
+        let decoder = serde_json::to_value(self.inner.get_decoder())
+            .map_err(|e| LocalError::Tokenizer(e.to_string()))?;
+        let mut added: Vec<_> = self.inner.get_added_tokens_decoder().into_iter().collect();
+        added.sort_unstable_by_key(|&(id, _)| id);
+        let added: Vec<serde_json::Value> = added
+            .into_iter()
+            .map(
+                |(id, t)| serde_json::json!({"id": id, "content": t.content, "special": t.special}),
+            )
+            .collect();
+        let vocab: serde_json::Map<String, serde_json::Value> = self
+            .inner
+            .get_vocab(false)
+            .into_iter()
+            .map(|(name, id)| (name, id.into()))
+            .collect();
+        Ok(serde_json::json!({
+            "decoder": decoder,
+            "added_tokens": added,
+            "model": {"vocab": vocab},
+        }))
     }
 }

@@ -33,7 +33,8 @@ fn constraint_error(e: impl std::fmt::Display) -> LocalError {
 }
 
 impl Guide {
-    /// Builds the parser factory for `tokenizer` and logits of width `n_vocab` (~100 ms).
+    /// Builds the parser factory for `tokenizer` and logits of width `n_vocab` (about 0.6 s for
+    /// Qwen's 151,936 tokens).
     pub fn new(tokenizer: &Tokenizer, n_vocab: usize) -> Result<Self, LocalError> {
         let env = env::GuidanceEnv::build(tokenizer, n_vocab)?;
         let mut factory = ParserFactory::new_simple(&env).map_err(constraint_error)?;
