@@ -41,10 +41,14 @@ pub struct Generation {
     /// Time spent generating.
     pub decode_time: Duration,
     /// At each generated position, how far the chosen token's logit was above the next allowed
-    /// one (infinite where only one token was allowed): small where the model hesitated.
+    /// one (infinite where only one token was allowed or the grammar forced the token): small
+    /// where the model hesitated.
     pub margins: Vec<f32>,
     /// Degenerate loops rolled back to one copy (see [`crate::loop_guard`]).
     pub loops_cut: usize,
+    /// Tokens the grammar forced, each fed with the token before it rather than in a forward
+    /// pass of its own (those of a cut loop included).
+    pub forced: usize,
 }
 
 impl Generation {
@@ -187,21 +191,36 @@ impl Runner {
         let max_tokens = params.max_tokens.min(context - prompt.len());
 
         let start = Instant::now();
-        // At least one prompt token is fed, so that there are logits to start from.
-        let reused = common_prefix(&self.cached, prompt).min(prompt.len() - 1);
-        let mut logits = self.prefill(prompt, reused)?;
+        // What the grammar forces before the model's first choice is fed with the prompt.
+        let mut tokens = forced_tokens(&mut params, 0, max_tokens)?;
+        let mut forced = tokens.len();
+        let mut margins = vec![f32::INFINITY; tokens.len()];
+        let opening = [prompt, &tokens].concat();
+        // At least one token is fed, so that there are logits to start from.
+        let reused = common_prefix(&self.cached, &opening)
+            .min(opening.len() - 1)
+            .min(prompt.len());
+        let mut logits = self.prefill(&opening, reused)?;
         if logits.is_empty() {
             return Err(LocalError::Inference("empty prefill".into()));
         }
         let prefill_time = start.elapsed();
 
         let start = Instant::now();
-        let mut tokens = Vec::new();
-        let mut margins = Vec::new();
         let mut loops_cut = 0;
         let mut cut_restart: Option<u32> = None;
         let mut stop_token = None;
         let stop = loop {
+            if params
+                .constraint
+                .as_ref()
+                .is_some_and(Constraint::is_stopped)
+            {
+                break StopReason::GrammarComplete;
+            }
+            if tokens.len() >= max_tokens {
+                break StopReason::MaxTokens;
+            }
             if let Some(c) = params.constraint.as_mut() {
                 c.mask(&mut logits)?;
             }
@@ -235,9 +254,13 @@ impl Runner {
             tokens.push(token);
             if let Some(c) = params.constraint.as_mut() {
                 c.commit(token)?;
-                if c.is_stopped() {
-                    break StopReason::GrammarComplete;
-                }
+            }
+            if params
+                .constraint
+                .as_ref()
+                .is_some_and(Constraint::is_stopped)
+            {
+                break StopReason::GrammarComplete;
             }
             if tokens.len() >= max_tokens {
                 break StopReason::MaxTokens;
@@ -262,7 +285,12 @@ impl Runner {
                 loops_cut += 1;
                 continue;
             }
-            self.feed(&[token], &mut logits)?;
+            // The tokens the grammar forces after this one are fed with it, in one pass.
+            let after = forced_tokens(&mut params, tokens.len(), max_tokens)?;
+            tokens.extend_from_slice(&after);
+            margins.resize(tokens.len(), f32::INFINITY);
+            forced += after.len();
+            self.feed(&[&[token], after.as_slice()].concat(), &mut logits)?;
         };
         Ok(Generation {
             tokens,
@@ -274,8 +302,28 @@ impl Runner {
             decode_time: start.elapsed(),
             margins,
             loops_cut,
+            forced,
         })
     }
+}
+
+/// The tokens the grammar forces after the `made` tokens generated so far, advanced over:
+/// within `max_tokens`, and never past a pending ban's position, where the model must choose.
+fn forced_tokens(
+    params: &mut DecodeParams<'_>,
+    made: usize,
+    max_tokens: usize,
+) -> Result<Vec<u32>, LocalError> {
+    let Some(constraint) = params.constraint.as_mut() else {
+        return Ok(Vec::new());
+    };
+    let mut limit = max_tokens.saturating_sub(made);
+    if let Some(ban) = &params.ban
+        && ban.prefix.len() >= made
+    {
+        limit = limit.min(ban.prefix.len() - made);
+    }
+    constraint.fast_forward(limit)
 }
 
 /// The largest finite logit minus the second largest (infinite with fewer than two).
@@ -314,6 +362,7 @@ mod tests {
             decode_time: Duration::ZERO,
             margins: vec![f32::INFINITY, 0.7, 0.2, 0.1],
             loops_cut: 0,
+            forced: 0,
         };
         assert_eq!(generation.least_certain(), Some(2));
         let forced = Generation {

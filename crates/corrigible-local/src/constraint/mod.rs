@@ -90,6 +90,19 @@ impl Constraint {
         self.matcher.consume_token(token).map_err(constraint_error)
     }
 
+    /// Advances the grammar over the tokens it forces next, at most `limit` of them, and
+    /// returns them: none where it leaves the model a choice.
+    pub fn fast_forward(&mut self, limit: usize) -> Result<Vec<u32>, LocalError> {
+        let mut forced = self.matcher.compute_ff_tokens();
+        forced.truncate(limit);
+        if !forced.is_empty() {
+            self.matcher
+                .consume_tokens(&forced)
+                .map_err(constraint_error)?;
+        }
+        Ok(forced)
+    }
+
     /// Takes back the last `n` tokens.
     pub fn rollback(&mut self, n: usize) -> Result<(), LocalError> {
         self.matcher.rollback(n).map_err(constraint_error)
