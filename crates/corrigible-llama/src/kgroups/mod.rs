@@ -34,16 +34,34 @@ pub(crate) const fn group_bytes(block_bytes: usize) -> usize {
     (GROUP * block_bytes).div_ceil(LINE) * LINE
 }
 
-/// Where byte `j` of the block of row `k` (of 16) goes in a group block of `block_bytes`
-/// blocks: the block's whole 32-bit words word by word, 16 rows each, then the bytes left
-/// over (Q6_K's final 2-byte scale), row by row.
-#[inline]
-const fn at(block_bytes: usize, k: usize, j: usize) -> usize {
-    let words = block_bytes / 4;
-    if j < 4 * words {
-        LINE * (j / 4) + 4 * k + j % 4
-    } else {
-        LINE * words + (block_bytes - 4 * words) * k + (j - 4 * words)
+/// Whole 32-bit words a block of any format has at most.
+const MAX_WORDS: usize = LINE;
+
+/// The order of a group block's lines: word `w` of the 16 blocks fills line `lines[w]`, in
+/// the order the format's decode kernel reads them ([`GroupKernel::line`]).
+#[derive(Debug, Clone, Copy)]
+struct Lines([u8; MAX_WORDS]);
+
+impl Lines {
+    /// The lines of format `F`.
+    fn of<F: GroupKernel>() -> Self {
+        Self(std::array::from_fn(|w| {
+            let words = F::BLOCK_BYTES / 4;
+            if w < words { F::line(w) as u8 } else { w as u8 }
+        }))
+    }
+
+    /// Where byte `j` of the block of row `k` (of 16) goes in a group block of `block_bytes`
+    /// blocks: the block's whole 32-bit words each on its line, 16 rows each, then the bytes
+    /// left over (Q6_K's final 2-byte scale), row by row.
+    #[inline]
+    fn at(&self, block_bytes: usize, k: usize, j: usize) -> usize {
+        let words = block_bytes / 4;
+        if j < 4 * words {
+            LINE * usize::from(self.0[j / 4]) + 4 * k + j % 4
+        } else {
+            LINE * words + (block_bytes - 4 * words) * k + (j - 4 * words)
+        }
     }
 }
 
@@ -125,6 +143,13 @@ impl Avx2 {
 pub(crate) trait GroupKernel: KFormat {
     /// Whether the format has a group kernel on `cpu`.
     fn runs_on(cpu: Cpu) -> bool;
+
+    /// The line of a group block that holds word `w` of the 16 blocks: the order in which
+    /// the kernels read them, so that they read each group block from start to end. A
+    /// permutation of the block's whole words.
+    fn line(w: usize) -> usize {
+        w
+    }
 
     /// The 16 rows of the group blocks `blocks` times each vector of `a`, over the blocks all
     /// of them hold: `out[v][k]` is row `k` times vector `v`. Zeros when the format has no
@@ -225,8 +250,14 @@ fn dot_on<F: GroupKernel>(
 }
 
 /// Interleaves the groups from `first` on of the rows in `bytes` into `out`, whole groups of
-/// `blocks` blocks of `block_bytes`.
-fn copy_groups(bytes: &[u8], block_bytes: usize, blocks: usize, first: usize, out: &mut [u8]) {
+/// `blocks` blocks of `block_bytes` with their words on `lines`.
+fn copy_groups(
+    bytes: &[u8],
+    (block_bytes, lines): (usize, &Lines),
+    blocks: usize,
+    first: usize,
+    out: &mut [u8],
+) {
     let (row_bytes, group) = (blocks * block_bytes, group_bytes(block_bytes));
     let words = block_bytes / 4;
     for (g, rows_out) in out.chunks_exact_mut(blocks * group).enumerate() {
@@ -240,10 +271,11 @@ fn copy_groups(bytes: &[u8], block_bytes: usize, blocks: usize, first: usize, ou
                 .zip(rows_out.chunks_exact_mut(group))
             {
                 for (w, word) in block.chunks_exact(4).enumerate() {
-                    out[LINE * w + 4 * k..LINE * w + 4 * k + 4].copy_from_slice(word);
+                    let to = lines.at(block_bytes, k, 4 * w);
+                    out[to..to + 4].copy_from_slice(word);
                 }
                 let tail = &block[4 * words..];
-                let to = at(block_bytes, k, 4 * words);
+                let to = lines.at(block_bytes, k, 4 * words);
                 out[to..to + tail.len()].copy_from_slice(tail);
             }
         }
@@ -262,13 +294,15 @@ pub(crate) struct Groups {
     blocks: usize,
     rows: usize,
     block_bytes: usize,
+    /// Where each word of the blocks lies.
+    lines: Lines,
 }
 
 impl Groups {
     /// Interleaves the `rows` rows of `blocks` blocks of `F` held in `bytes`, releasing the
     /// pages of `bytes` from memory as they are copied; `None` unless the rows fill whole
     /// groups and `bytes` holds exactly them.
-    pub(crate) fn interleave<F: KFormat>(
+    pub(crate) fn interleave<F: GroupKernel>(
         bytes: &Bytes,
         rows: usize,
         blocks: usize,
@@ -278,7 +312,7 @@ impl Groups {
         if rows == 0 || !rows.is_multiple_of(GROUP) || bytes.len() != rows * row_bytes {
             return None;
         }
-        let group = group_bytes(block_bytes);
+        let (group, lines) = (group_bytes(block_bytes), Lines::of::<F>());
         let len = rows / GROUP * blocks * group;
         let mut buf = vec![0u8; len + LINE];
         let start = buf.as_ptr().align_offset(LINE).min(LINE);
@@ -291,7 +325,7 @@ impl Groups {
             .enumerate()
             .map(|(i, piece)| (i * per_piece, piece));
         for (first, piece) in pieces {
-            copy_groups(bytes, block_bytes, blocks, first, piece);
+            copy_groups(bytes, (block_bytes, &lines), blocks, first, piece);
             let end = first + piece.len() / (blocks * group);
             bytes.release(first * GROUP * row_bytes..end * GROUP * row_bytes);
         }
@@ -303,6 +337,7 @@ impl Groups {
             blocks,
             rows,
             block_bytes,
+            lines,
         })
     }
 
@@ -335,8 +370,9 @@ impl Groups {
         };
         let words = self.block_bytes / 4;
         let (body, tails) = blocks.split_at(LINE * words);
-        for (w, line) in body.chunks_exact(LINE).enumerate() {
-            for (word, block) in line
+        for w in 0..words {
+            let line = usize::from(self.lines.0[w]);
+            for (word, block) in body[LINE * line..LINE * (line + 1)]
                 .chunks_exact(4)
                 .zip(out.chunks_exact_mut(self.block_bytes))
             {
@@ -368,9 +404,10 @@ impl Groups {
         };
         let (k, words) = (r % GROUP, self.block_bytes / 4);
         for (w, word) in out.chunks_exact_mut(4).enumerate() {
-            word.copy_from_slice(&blocks[LINE * w + 4 * k..LINE * w + 4 * k + 4]);
+            let from = self.lines.at(self.block_bytes, k, 4 * w);
+            word.copy_from_slice(&blocks[from..from + 4]);
         }
-        let from = at(self.block_bytes, k, 4 * words);
+        let from = self.lines.at(self.block_bytes, k, 4 * words);
         let tail = &mut out[4 * words..];
         let len = tail.len();
         tail.copy_from_slice(&blocks[from..from + len]);
@@ -382,19 +419,38 @@ impl Groups {
 mod tests {
     use super::*;
 
+    /// Blocks of 10 bytes, their two whole words in reverse order.
     struct Odd;
     impl KFormat for Odd {
         const FORMAT: &'static str = "odd";
         const BLOCK_BYTES: usize = 10;
     }
+    impl GroupKernel for Odd {
+        fn runs_on(_cpu: Cpu) -> bool {
+            false
+        }
+
+        fn line(w: usize) -> usize {
+            1 - w
+        }
+
+        fn dot_group<const N: usize>(_: Cpu, _: &[u8], _: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+            [[0.0; GROUP]; N]
+        }
+    }
 
     #[test]
     fn every_byte_has_its_own_place_in_the_group() {
-        for block_bytes in [10, 144, 210] {
+        let formats = [
+            (Odd::BLOCK_BYTES, Lines::of::<Odd>()),
+            (crate::q4k::Q4K::BLOCK_BYTES, Lines::of::<crate::q4k::Q4K>()),
+            (crate::q6k::Q6K::BLOCK_BYTES, Lines::of::<crate::q6k::Q6K>()),
+        ];
+        for (block_bytes, lines) in formats {
             let mut seen = vec![false; group_bytes(block_bytes)];
             for k in 0..GROUP {
                 for j in 0..block_bytes {
-                    let i = at(block_bytes, k, j);
+                    let i = lines.at(block_bytes, k, j);
                     assert!(
                         !seen[i],
                         "{block_bytes}: row {k} byte {j} lands on a taken byte"

@@ -1,12 +1,15 @@
 //! The decode kernel of Q6_K groups.
 //!
-//! A Q6_K block's 52 words, interleaved, then its 2-byte `d` row by row: words 0-31 the low
-//! nibbles, 32-47 the high bit pairs, 48-51 the sixteen signed scales. For half `h` and
-//! position `p` (of 8), words `16h + p` and `16h + 8 + p` hold low nibbles and word
-//! `32 + 8h + p` the high bits of the values `128h + 32i + 4p + e` (`i` < 4 the quarter, `e`
-//! < 4 the byte), as the row kernel reads them 32 bytes at a time. Each lane sums
-//! `Σ sc Σ (q - 32) y` exactly in 32 bits for its row, starting each sub-block's sum at
-//! `-32 Σ y`.
+//! A Q6_K block's 52 words, interleaved, then its 2-byte `d` row by row. In the file, words
+//! 0-31 hold the low nibbles, 32-47 the high bit pairs, 48-51 the sixteen signed scales. For
+//! half `h` and position `p` (of 8), words `16h + p` and `16h + 8 + p` hold low nibbles and
+//! word `32 + 8h + p` the high bits of the values `128h + 32i + 4p + e` (`i` < 4 the quarter,
+//! `e` < 4 the byte), as the row kernel reads them 32 bytes at a time. The group block holds
+//! these three words on lines `3n`, `3n + 1` and `3n + 2`, `n = 8h + p` ([`line`]), so that the
+//! kernels read it from start to end: read in the file's order, three lines 512 bytes apart
+//! at a time, decode waited on memory about half as long again on an AMD EPYC
+//! (`docs/benchmarks.md`). Each lane sums `Σ sc Σ (q - 32) y` exactly in 32 bits for its row,
+//! starting each sub-block's sum at `-32 Σ y`.
 
 use super::tiles::{Factors, GroupTiles, Operands};
 use super::{Cpu, GROUP, GroupKernel, group_bytes};
@@ -19,6 +22,10 @@ impl GroupKernel for Q6K {
     /// (`docs/benchmarks.md`).
     fn runs_on(cpu: Cpu) -> bool {
         matches!(cpu, Cpu::Vnni(_))
+    }
+
+    fn line(w: usize) -> usize {
+        line(w)
     }
 
     fn dot_group<const N: usize>(cpu: Cpu, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
@@ -57,6 +64,16 @@ const GROUP_BYTES: usize = group_bytes(<Q6K as crate::kmatrix::KFormat>::BLOCK_B
 /// Offset of the sixteen `d` in a group block, after the 52 words.
 const D: usize = 52 * 64;
 
+/// The line of the group block holding word `w` of the file's block: the low nibbles and
+/// high bits of position `p` of half `h` next to each other, then the scales.
+const fn line(w: usize) -> usize {
+    match w {
+        0..32 => 3 * (8 * (w / 16) + w % 8) + (w % 16) / 8,
+        32..48 => 3 * (w - 32) + 2,
+        _ => w,
+    }
+}
+
 #[cfg(target_arch = "x86_64")]
 #[allow(unsafe_code)]
 mod avx512 {
@@ -90,7 +107,7 @@ mod avx512 {
             let word = |w: usize| {
                 let w = p.wrapping_add(64 * w);
                 prefetch_ahead(w, 64);
-                // SAFETY: `w < 52` words of the group block (the caller's contract);
+                // SAFETY: `w < 52` lines of the group block (the caller's contract);
                 // unaligned load.
                 unsafe { _mm512_loadu_si512(w.cast()) }
             };
@@ -109,14 +126,15 @@ mod avx512 {
         sums
     }
 
-    /// The four quarters (values `0..64`) at position `p` (of 8) of half `h`, each lane a row:
-    /// quarter `i` holds the values `128h + 32i + 4p .. + 4`.
+    /// The four quarters (values `0..64`) at position `p` (of 8) of half `h`, each lane a row,
+    /// from the lines that `word` loads: quarter `i` holds the values `128h + 32i + 4p .. + 4`.
     #[inline]
     #[target_feature(enable = "avx512f,avx512bw")]
     fn quarter_words(word: impl Fn(usize) -> __m512i, h: usize, p: usize) -> [__m512i; 4] {
         let low = _mm512_set1_epi8(0x0F);
         let high = _mm512_set1_epi8(0x30);
-        let (l0, l1, hb) = (word(16 * h + p), word(16 * h + 8 + p), word(32 + 8 * h + p));
+        let n = 8 * h + p;
+        let (l0, l1, hb) = (word(3 * n), word(3 * n + 1), word(3 * n + 2));
         [
             _mm512_or_si512(
                 _mm512_and_si512(l0, low),
