@@ -157,9 +157,12 @@ pub(crate) trait GroupKernel: KFormat {
     fn dot_group<const N: usize>(cpu: Cpu, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N];
 }
 
-/// Vectors one kernel call reads together; [`dot`] calls the kernel on the 1 to 3 left over.
-const VECTORS: usize = 4;
-const _: () = assert!(VECTORS == 4);
+/// Vectors one kernel call reads together with AVX-512 VNNI, whose 32 registers hold the
+/// sums of 8 (4 a call: pre-fill about 10% slower on an AMD EPYC, `docs/benchmarks.md`).
+const VNNI_VECTORS: usize = 8;
+/// Vectors one kernel call reads together with AVX2, whose 16 registers hold the sums of 4
+/// (8 a call: pre-fill about 10% slower).
+const AVX2_VECTORS: usize = 4;
 
 /// Whether matrices of `F` with `rows` rows are interleaved on this CPU: it has the group
 /// kernels of `F`, and the rows fill whole groups.
@@ -213,7 +216,7 @@ fn dot_on<F: GroupKernel>(
     row_groups: Range<usize>,
     x: &Q8KVectors,
     tokens: Range<usize>,
-    mut put: impl FnMut(usize, usize, &[[f32; GROUP]]),
+    put: impl FnMut(usize, usize, &[[f32; GROUP]]),
 ) -> bool {
     if !F::runs_on(cpu)
         || row_groups.start > row_groups.end
@@ -225,28 +228,46 @@ fn dot_on<F: GroupKernel>(
     {
         return false;
     }
+    match cpu {
+        Cpu::Vnni(_) => dot_by::<F, VNNI_VECTORS>(cpu, groups, row_groups, x, tokens, put),
+        Cpu::Avx2(_) => dot_by::<F, AVX2_VECTORS>(cpu, groups, row_groups, x, tokens, put),
+    }
+    true
+}
+
+/// [`dot_on`], checked, `STEP` vectors a kernel call, then the 1 to 7 left over in one.
+fn dot_by<F: GroupKernel, const STEP: usize>(
+    cpu: Cpu,
+    groups: &Groups,
+    row_groups: Range<usize>,
+    x: &Q8KVectors,
+    tokens: Range<usize>,
+    mut put: impl FnMut(usize, usize, &[[f32; GROUP]]),
+) {
+    const { assert!(STEP <= 8) };
     for g in row_groups {
         let blocks = groups.group(g);
         let mut t = tokens.start;
-        while t + VECTORS <= tokens.end {
-            let a: [KAct<'_>; VECTORS] = std::array::from_fn(|v| x.vector(t + v));
-            put(g, t, &F::dot_group(cpu, blocks, a));
-            t += VECTORS;
+        while t + STEP <= tokens.end {
+            put(g, t, &F::dot_group(cpu, blocks, vectors::<STEP>(x, t)));
+            t += STEP;
         }
         match tokens.end - t {
-            1 => put(g, t, &F::dot_group(cpu, blocks, [x.vector(t)])),
-            2 => {
-                let a = [x.vector(t), x.vector(t + 1)];
-                put(g, t, &F::dot_group(cpu, blocks, a));
-            }
-            3 => {
-                let a = [x.vector(t), x.vector(t + 1), x.vector(t + 2)];
-                put(g, t, &F::dot_group(cpu, blocks, a));
-            }
+            1 => put(g, t, &F::dot_group(cpu, blocks, vectors::<1>(x, t))),
+            2 => put(g, t, &F::dot_group(cpu, blocks, vectors::<2>(x, t))),
+            3 => put(g, t, &F::dot_group(cpu, blocks, vectors::<3>(x, t))),
+            4 => put(g, t, &F::dot_group(cpu, blocks, vectors::<4>(x, t))),
+            5 => put(g, t, &F::dot_group(cpu, blocks, vectors::<5>(x, t))),
+            6 => put(g, t, &F::dot_group(cpu, blocks, vectors::<6>(x, t))),
+            7 => put(g, t, &F::dot_group(cpu, blocks, vectors::<7>(x, t))),
             _ => {}
         }
     }
-    true
+}
+
+/// The `N` vectors of `x` from `t` on.
+fn vectors<const N: usize>(x: &Q8KVectors, t: usize) -> [KAct<'_>; N] {
+    std::array::from_fn(|v| x.vector(t + v))
 }
 
 /// Interleaves the groups from `first` on of the rows in `bytes` into `out`, whole groups of
