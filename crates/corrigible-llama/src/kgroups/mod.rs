@@ -139,6 +139,36 @@ impl Avx2 {
     }
 }
 
+/// Whether the group kernels ask for the bytes ahead of the block they read
+/// (`kmatrix::prefetch_ahead`). Not on AMD CPUs, whose hardware prefetchers follow a group
+/// block's lines, read from start to end, by themselves: there the asks slowed Qwen decode by
+/// 7-22% (`docs/benchmarks.md`). `CORRIGIBLE_GROUP_PREFETCH=1` or `=0` decides instead.
+fn ask_ahead() -> bool {
+    static ASK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
+    *ASK.get_or_init(
+        || match std::env::var("CORRIGIBLE_GROUP_PREFETCH").as_deref() {
+            Ok("1") => true,
+            Ok("0") => false,
+            _ => !amd(),
+        },
+    )
+}
+
+/// Whether the CPU is AMD's, by its vendor string.
+fn amd() -> bool {
+    #[cfg(target_arch = "x86_64")]
+    {
+        let id = std::arch::x86_64::__cpuid(0);
+        let vendor: Vec<u8> = [id.ebx, id.edx, id.ecx]
+            .iter()
+            .flat_map(|r| r.to_le_bytes())
+            .collect();
+        vendor == b"AuthenticAMD"
+    }
+    #[cfg(not(target_arch = "x86_64"))]
+    false
+}
+
 /// A K-quant format with kernels over interleaved groups.
 pub(crate) trait GroupKernel: KFormat {
     /// Whether the format has a group kernel on `cpu`.
@@ -152,9 +182,15 @@ pub(crate) trait GroupKernel: KFormat {
     }
 
     /// The 16 rows of the group blocks `blocks` times each vector of `a`, over the blocks all
-    /// of them hold: `out[v][k]` is row `k` times vector `v`. Zeros when the format has no
-    /// kernel on `cpu` ([`GroupKernel::runs_on`]).
-    fn dot_group<const N: usize>(cpu: Cpu, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N];
+    /// of them hold: `out[v][k]` is row `k` times vector `v`; asking for the bytes ahead when
+    /// `ask_ahead` ([`ask_ahead`]). Zeros when the format has no kernel on `cpu`
+    /// ([`GroupKernel::runs_on`]).
+    fn dot_group<const N: usize>(
+        cpu: Cpu,
+        ask_ahead: bool,
+        blocks: &[u8],
+        a: [KAct<'_>; N],
+    ) -> [[f32; GROUP]; N];
 }
 
 /// Vectors one kernel call reads together with AVX-512 VNNI, whose 32 registers hold the
@@ -245,21 +281,26 @@ fn dot_by<F: GroupKernel, const STEP: usize>(
     mut put: impl FnMut(usize, usize, &[[f32; GROUP]]),
 ) {
     const { assert!(STEP <= 8) };
+    let ahead = ask_ahead();
     for g in row_groups {
         let blocks = groups.group(g);
         let mut t = tokens.start;
         while t + STEP <= tokens.end {
-            put(g, t, &F::dot_group(cpu, blocks, vectors::<STEP>(x, t)));
+            put(
+                g,
+                t,
+                &F::dot_group(cpu, ahead, blocks, vectors::<STEP>(x, t)),
+            );
             t += STEP;
         }
         match tokens.end - t {
-            1 => put(g, t, &F::dot_group(cpu, blocks, vectors::<1>(x, t))),
-            2 => put(g, t, &F::dot_group(cpu, blocks, vectors::<2>(x, t))),
-            3 => put(g, t, &F::dot_group(cpu, blocks, vectors::<3>(x, t))),
-            4 => put(g, t, &F::dot_group(cpu, blocks, vectors::<4>(x, t))),
-            5 => put(g, t, &F::dot_group(cpu, blocks, vectors::<5>(x, t))),
-            6 => put(g, t, &F::dot_group(cpu, blocks, vectors::<6>(x, t))),
-            7 => put(g, t, &F::dot_group(cpu, blocks, vectors::<7>(x, t))),
+            1 => put(g, t, &F::dot_group(cpu, ahead, blocks, vectors::<1>(x, t))),
+            2 => put(g, t, &F::dot_group(cpu, ahead, blocks, vectors::<2>(x, t))),
+            3 => put(g, t, &F::dot_group(cpu, ahead, blocks, vectors::<3>(x, t))),
+            4 => put(g, t, &F::dot_group(cpu, ahead, blocks, vectors::<4>(x, t))),
+            5 => put(g, t, &F::dot_group(cpu, ahead, blocks, vectors::<5>(x, t))),
+            6 => put(g, t, &F::dot_group(cpu, ahead, blocks, vectors::<6>(x, t))),
+            7 => put(g, t, &F::dot_group(cpu, ahead, blocks, vectors::<7>(x, t))),
             _ => {}
         }
     }
@@ -455,9 +496,26 @@ mod tests {
             1 - w
         }
 
-        fn dot_group<const N: usize>(_: Cpu, _: &[u8], _: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+        fn dot_group<const N: usize>(
+            _: Cpu,
+            _: bool,
+            _: &[u8],
+            _: [KAct<'_>; N],
+        ) -> [[f32; GROUP]; N] {
             [[0.0; GROUP]; N]
         }
+    }
+
+    #[test]
+    #[cfg(target_os = "linux")]
+    fn the_vendor_is_the_one_linux_reports() {
+        let info = std::fs::read_to_string("/proc/cpuinfo").expect("/proc/cpuinfo");
+        let Some(vendor) = info.lines().find_map(|l| l.strip_prefix("vendor_id")) else {
+            eprintln!("skipped: /proc/cpuinfo names no vendor");
+            return;
+        };
+        let vendor = vendor.trim_start_matches([' ', '\t', ':']).trim();
+        assert_eq!(amd(), vendor == "AuthenticAMD", "{vendor}");
     }
 
     #[test]

@@ -17,16 +17,21 @@ impl GroupKernel for Q4K {
         true
     }
 
-    fn dot_group<const N: usize>(cpu: Cpu, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+    fn dot_group<const N: usize>(
+        cpu: Cpu,
+        ask_ahead: bool,
+        blocks: &[u8],
+        a: [KAct<'_>; N],
+    ) -> [[f32; GROUP]; N] {
         match cpu {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a `Vnni` exists only on a CPU with AVX-512 F, BW, VL, VNNI, FMA, F16C.
             #[allow(unsafe_code)]
-            Cpu::Vnni(_) => unsafe { avx512::dot_group(blocks, a) },
+            Cpu::Vnni(_) => unsafe { avx512::dot_group(ask_ahead, blocks, a) },
             #[cfg(target_arch = "x86_64")]
             // SAFETY: an `Avx2` exists only on a CPU with AVX2, FMA and F16C.
             #[allow(unsafe_code)]
-            Cpu::Avx2(_) => unsafe { avx2::dot_group(blocks, a) },
+            Cpu::Avx2(_) => unsafe { avx2::dot_group(ask_ahead, blocks, a) },
             #[cfg(not(target_arch = "x86_64"))]
             _ => [[0.0; GROUP]; N],
         }
@@ -86,8 +91,8 @@ mod avx512 {
     }
 
     /// The sums of the low nibbles times the values `0..32` and of the high nibbles times
-    /// `32..64`, each lane a row, of the 8 words at `q` and the activations at each `y`. Kept
-    /// out of line: inlined, the compiler hoisted all 64 activation broadcasts of a block
+    /// `32..64`, each lane a row, of the 8 words at `q` and the activations at each `y`,
+    /// asking for the lines ahead when `ask_ahead`. Kept out of line: inlined, the compiler hoisted all 64 activation broadcasts of a block
     /// ahead of their products and spilled them, and decode ran about 15% slower.
     ///
     /// # Safety
@@ -97,13 +102,16 @@ mod avx512 {
     unsafe fn pair<const N: usize>(
         q: *const u8,
         y: [*const i8; N],
+        ask_ahead: bool,
     ) -> ([__m512i; N], [__m512i; N]) {
         let low = _mm512_set1_epi8(0x0F);
         let mut lo_sum = [_mm512_setzero_si512(); N];
         let mut hi_sum = [_mm512_setzero_si512(); N];
         for c in 0..8 {
             let at = q.wrapping_add(64 * c);
-            prefetch_ahead(at, 64);
+            if ask_ahead {
+                prefetch_ahead(at, 64);
+            }
             // SAFETY: word `c` of the 8 (the caller's contract); unaligned load.
             let q = unsafe { _mm512_loadu_si512(at.cast()) };
             let lo = _mm512_and_si512(q, low);
@@ -188,7 +196,11 @@ mod avx512 {
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
-    pub(super) fn dot_group<const N: usize>(blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+    pub(super) fn dot_group<const N: usize>(
+        ask_ahead: bool,
+        blocks: &[u8],
+        a: [KAct<'_>; N],
+    ) -> [[f32; GROUP]; N] {
         let nb = a
             .iter()
             .fold(blocks.len() / GROUP_BYTES, |n, a| n.min(a.blocks()));
@@ -206,7 +218,7 @@ mod avx512 {
                 // SAFETY: words 4 + 8j .. 12 + 8j lie in the group block, and bytes 64j ..
                 // 64j + 64 of each vector's block of activations.
                 let (lo_sum, hi_sum) =
-                    unsafe { pair(p.add(64 * (4 + 8 * j)), y.map(|y| y.add(64 * j))) };
+                    unsafe { pair(p.add(64 * (4 + 8 * j)), y.map(|y| y.add(64 * j)), ask_ahead) };
                 let s_lo = six_bits(w0, w2, 2 * j, 0);
                 let s_hi = six_bits(w0, w2, 2 * j + 1, 0);
                 for v in 0..N {
@@ -341,7 +353,11 @@ mod avx2 {
     /// The AVX-512 kernel's `dot_group`, eight rows at a time: the same exact integer sums,
     /// scaled and summed in the same order.
     #[target_feature(enable = "avx2,fma,f16c")]
-    pub(super) fn dot_group<const N: usize>(blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+    pub(super) fn dot_group<const N: usize>(
+        ask_ahead: bool,
+        blocks: &[u8],
+        a: [KAct<'_>; N],
+    ) -> [[f32; GROUP]; N] {
         let nb = a
             .iter()
             .fold(blocks.len() / GROUP_BYTES, |n, a| n.min(a.blocks()));
@@ -365,7 +381,7 @@ mod avx2 {
                     // 32 bytes in, and bytes 64j .. 64j + 64 of each vector's block.
                     let sums = unsafe {
                         let q = p.add(64 * (4 + 8 * j) + 32 * h);
-                        pair(q, y.map(|y| y.add(64 * j)), s_lo, s_hi, h == 0)
+                        pair(q, y.map(|y| y.add(64 * j)), s_lo, s_hi, ask_ahead && h == 0)
                     };
                     for v in 0..N {
                         total[v] = _mm256_add_epi32(total[v], sums[v]);

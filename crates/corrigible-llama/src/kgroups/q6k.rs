@@ -28,12 +28,17 @@ impl GroupKernel for Q6K {
         line(w)
     }
 
-    fn dot_group<const N: usize>(cpu: Cpu, blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+    fn dot_group<const N: usize>(
+        cpu: Cpu,
+        ask_ahead: bool,
+        blocks: &[u8],
+        a: [KAct<'_>; N],
+    ) -> [[f32; GROUP]; N] {
         match cpu {
             #[cfg(target_arch = "x86_64")]
             // SAFETY: a `Vnni` exists only on a CPU with AVX-512 F, BW, VL, VNNI, FMA, F16C.
             #[allow(unsafe_code)]
-            Cpu::Vnni(_) => unsafe { avx512::dot_group(blocks, a) },
+            Cpu::Vnni(_) => unsafe { avx512::dot_group(ask_ahead, blocks, a) },
             _ => [[0.0; GROUP]; N],
         }
     }
@@ -86,7 +91,7 @@ mod avx512 {
 
     /// Adds to `sums[v][i]` the products of quarter `i` of half `h` at the positions
     /// `4 half .. 4 half + 4` (the sub-block `8h + 2i + half`), each lane a row, with the
-    /// activations of block `y[v]`. Kept out of line: inlined, the compiler hoisted the
+    /// activations of block `y[v]`, asking for the lines ahead when `ask_ahead`. Kept out of line: inlined, the compiler hoisted the
     /// activation broadcasts of a whole block ahead of their products and spilled them
     /// (as in `q4k::pair`).
     ///
@@ -101,12 +106,15 @@ mod avx512 {
         half: usize,
         y: [*const i8; N],
         mut sums: [[__m512i; 4]; N],
+        ask_ahead: bool,
     ) -> [[__m512i; 4]; N] {
         for p4 in 0..4 {
             let at = 4 * half + p4;
             let word = |w: usize| {
                 let w = p.wrapping_add(64 * w);
-                prefetch_ahead(w, 64);
+                if ask_ahead {
+                    prefetch_ahead(w, 64);
+                }
                 // SAFETY: `w < 52` lines of the group block (the caller's contract);
                 // unaligned load.
                 unsafe { _mm512_loadu_si512(w.cast()) }
@@ -190,7 +198,11 @@ mod avx512 {
     }
 
     #[target_feature(enable = "avx512f,avx512bw,avx512vl,avx512vnni,fma,f16c")]
-    pub(super) fn dot_group<const N: usize>(blocks: &[u8], a: [KAct<'_>; N]) -> [[f32; GROUP]; N] {
+    pub(super) fn dot_group<const N: usize>(
+        ask_ahead: bool,
+        blocks: &[u8],
+        a: [KAct<'_>; N],
+    ) -> [[f32; GROUP]; N] {
         let nb = a
             .iter()
             .fold(blocks.len() / GROUP_BYTES, |n, a| n.min(a.blocks()));
@@ -214,7 +226,7 @@ mod avx512 {
                     });
                     // SAFETY: the group block's words and each vector's block of
                     // activations are readable whole.
-                    let sums = unsafe { quarters(p, h, half, y, sums) };
+                    let sums = unsafe { quarters(p, h, half, y, sums, ask_ahead) };
                     let scales: [__m512i; 4] = std::array::from_fn(|i| {
                         let s = 8 * h + 2 * i + half;
                         // The signed byte `s % 4` of scale word `s / 4`, sign-extended.
