@@ -92,8 +92,9 @@ mod avx512 {
 
     /// The sums of the low nibbles times the values `0..32` and of the high nibbles times
     /// `32..64`, each lane a row, of the 8 words at `q` and the activations at each `y`,
-    /// asking for the lines ahead when `ask_ahead`. Kept out of line: inlined, the compiler hoisted all 64 activation broadcasts of a block
-    /// ahead of their products and spilled them, and decode ran about 15% slower.
+    /// asking for the lines ahead when `ask_ahead`. Kept out of line: inlined, the compiler
+    /// hoisted all 64 activation broadcasts of a block ahead of their products and spilled
+    /// them, and decode ran about 15% slower.
     ///
     /// # Safety
     /// `q` must point at 8 readable words of 64 bytes, and each `y` at 64 readable bytes.

@@ -7,7 +7,7 @@
 //! `e` < 4 the byte), as the row kernel reads them 32 bytes at a time. The group block holds
 //! these three words on lines `3n`, `3n + 1` and `3n + 2`, `n = 8h + p` ([`line`]), so that the
 //! kernels read it from start to end: read in the file's order, three lines 512 bytes apart
-//! at a time, decode waited on memory about half as long again on an AMD EPYC
+//! at a time, Q6_K decoded at about half the bandwidth of Q4_K on an AMD EPYC
 //! (`docs/benchmarks.md`). Each lane sums `Σ sc Σ (q - 32) y` exactly in 32 bits for its row,
 //! starting each sub-block's sum at `-32 Σ y`.
 
@@ -91,9 +91,9 @@ mod avx512 {
 
     /// Adds to `sums[v][i]` the products of quarter `i` of half `h` at the positions
     /// `4 half .. 4 half + 4` (the sub-block `8h + 2i + half`), each lane a row, with the
-    /// activations of block `y[v]`, asking for the lines ahead when `ask_ahead`. Kept out of line: inlined, the compiler hoisted the
-    /// activation broadcasts of a whole block ahead of their products and spilled them
-    /// (as in `q4k::pair`).
+    /// activations of block `y[v]`, asking for the lines ahead when `ask_ahead`. Kept out of
+    /// line: inlined, the compiler hoisted the activation broadcasts of a whole block ahead of
+    /// their products and spilled them (as in `q4k::pair`).
     ///
     /// # Safety
     /// `p` must point at a whole group block, and each `y` at a block of 256 activations;
