@@ -1,10 +1,12 @@
-//! One log line per request, through tower-http's [`TraceLayer`]: method, path, status,
-//! latency and, when the request concerns a run, its id. 5xx lines are at `ERROR`, the
-//! others at `INFO`.
+//! One log line per request, through tower-http's [`TraceLayer`]: method, path, request id,
+//! status, latency and, when the request concerns a run, its id. 5xx lines are at `ERROR`, the
+//! others at `INFO`; a request whose client went away before its response gets a line at
+//! `INFO` saying so ([`log_aborted`]).
 
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use axum::extract::Request;
+use axum::middleware::Next;
 use axum::response::Response;
 use tower_http::classify::{ServerErrorsAsFailures, SharedClassifier};
 use tower_http::trace::TraceLayer;
@@ -52,8 +54,56 @@ fn request_span(request: &Request) -> Span {
         "request",
         method = %request.method(),
         path,
+        request_id = request_id_of(request),
         run_id = run_id_in(path),
     )
+}
+
+fn request_id_of(request: &Request) -> Option<&str> {
+    request
+        .headers()
+        .get(crate::request_id::HEADER)
+        .and_then(|v| v.to_str().ok())
+}
+
+/// Logs a request that was dropped before its response was ready: the client closed or reset
+/// its connection, or the server cut it off.
+pub(crate) async fn log_aborted(request: Request, next: Next) -> Response {
+    let mut pending = Pending {
+        method: request.method().to_string(),
+        path: request.uri().path().to_string(),
+        request_id: request_id_of(&request).map(str::to_string),
+        started: Instant::now(),
+        done: false,
+    };
+    let response = next.run(request).await;
+    pending.done = true;
+    response
+}
+
+/// A request whose response is not ready yet.
+struct Pending {
+    method: String,
+    path: String,
+    request_id: Option<String>,
+    started: Instant,
+    done: bool,
+}
+
+impl Drop for Pending {
+    fn drop(&mut self) {
+        if !self.done {
+            let latency_ms = self.started.elapsed().as_secs_f64() * 1000.0;
+            tracing::info!(
+                method = %self.method,
+                path = %self.path,
+                request_id = self.request_id.as_deref(),
+                run_id = run_id_in(&self.path),
+                latency_ms,
+                "request aborted before its response"
+            );
+        }
+    }
 }
 
 fn log_response(response: &Response, latency: Duration, span: &Span) {

@@ -1,10 +1,12 @@
-//! Reading a request body under the size limit.
+//! Reading a request body under the size and time limits.
+
+use std::time::Duration;
 
 use axum::body::Body;
 use axum::http::{HeaderMap, header};
 use futures_util::StreamExt;
 
-use crate::errors::{ApiError, BadRequest, PayloadTooLarge, UnsupportedMediaType};
+use crate::errors::{ApiError, BadRequest, PayloadTooLarge, RequestTimeout, UnsupportedMediaType};
 
 /// `Ok` when the request says its body is `application/json` (parameters such as
 /// `charset` allowed): a form or `text/plain` POST from another site is refused.
@@ -21,13 +23,21 @@ pub(crate) fn require_json(headers: &HeaderMap) -> Result<(), UnsupportedMediaTy
     }
 }
 
-/// The whole body, or 413 as soon as it is known to exceed `limit` bytes (from its
-/// `Content-Length`, or while reading).
+/// The whole body, 413 as soon as it is known to exceed `limit` bytes (from its
+/// `Content-Length`, or while reading), or 408 when it has not all arrived within `timeout`
+/// (a stalled or trickling client).
 pub(crate) async fn read_limited(
     headers: &HeaderMap,
     body: Body,
     limit: usize,
+    timeout: Duration,
 ) -> Result<Vec<u8>, ApiError> {
+    tokio::time::timeout(timeout, read(headers, body, limit))
+        .await
+        .map_err(|_| RequestTimeout { limit: timeout })?
+}
+
+async fn read(headers: &HeaderMap, body: Body, limit: usize) -> Result<Vec<u8>, ApiError> {
     let declared = headers
         .get(header::CONTENT_LENGTH)
         .and_then(|v| v.to_str().ok())

@@ -16,8 +16,17 @@ pub const DEFAULT_SHUTDOWN_DEADLINE: Duration = Duration::from_secs(30);
 pub const DEFAULT_HEADER_READ_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long a connection may sit with no request and no traffic, by default.
 pub const DEFAULT_IDLE_TIMEOUT: Duration = Duration::from_secs(60);
-/// Connections served at once, by default; more wait in the kernel's accept queue.
+/// How long a client may take to send a request's body, by default.
+pub const DEFAULT_BODY_READ_TIMEOUT: Duration = Duration::from_secs(10);
+/// Connections served at once, by default; past it the connection waiting longest for a
+/// request is closed to make room, or the new one is answered 503.
 pub const DEFAULT_MAX_CONNECTIONS: usize = 1024;
+/// Runs in flight at once, by default.
+pub const DEFAULT_MAX_RUNS: usize = 256;
+/// Requests waiting for a run slot, by default; past it new runs get 503.
+pub const DEFAULT_MAX_QUEUED_RUNS: usize = 512;
+/// How long a request may wait for a run slot, by default.
+pub const DEFAULT_QUEUE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long an instance's runs stay its own without a heartbeat, by default.
 pub const DEFAULT_LEASE: Duration = Duration::from_secs(15);
 /// Trace events waiting to be written before runs wait, by default.
@@ -45,10 +54,18 @@ pub struct ServerConfig {
     pub allowed_hosts: Vec<String>,
     /// How long a client may take to send a request's headers.
     pub header_read_timeout: Duration,
+    /// How long a client may take to send a request's whole body.
+    pub body_read_timeout: Duration,
     /// How long a connection may sit with no request in progress and no traffic.
     pub idle_timeout: Duration,
     /// Connections served at once (at least 1).
     pub max_connections: usize,
+    /// Runs in flight at once (at least 1).
+    pub max_runs: usize,
+    /// Requests waiting for a run slot; past it new runs get 503.
+    pub max_queued_runs: usize,
+    /// How long a request may wait for a run slot before it gets 503.
+    pub queue_timeout: Duration,
     /// This instance's id in a shared store; `host:port` when `None`.
     pub instance_id: Option<String>,
     /// How long this instance's runs stay its own without a heartbeat (it heartbeats three
@@ -70,8 +87,12 @@ impl Default for ServerConfig {
             allow_insecure: false,
             allowed_hosts: Vec::new(),
             header_read_timeout: DEFAULT_HEADER_READ_TIMEOUT,
+            body_read_timeout: DEFAULT_BODY_READ_TIMEOUT,
             idle_timeout: DEFAULT_IDLE_TIMEOUT,
             max_connections: DEFAULT_MAX_CONNECTIONS,
+            max_runs: DEFAULT_MAX_RUNS,
+            max_queued_runs: DEFAULT_MAX_QUEUED_RUNS,
+            queue_timeout: DEFAULT_QUEUE_TIMEOUT,
             instance_id: None,
             lease: DEFAULT_LEASE,
             event_queue: DEFAULT_EVENT_QUEUE,
@@ -94,8 +115,12 @@ impl std::fmt::Debug for ServerConfig {
             .field("allow_insecure", &self.allow_insecure)
             .field("allowed_hosts", &self.allowed_hosts)
             .field("header_read_timeout", &self.header_read_timeout)
+            .field("body_read_timeout", &self.body_read_timeout)
             .field("idle_timeout", &self.idle_timeout)
             .field("max_connections", &self.max_connections)
+            .field("max_runs", &self.max_runs)
+            .field("max_queued_runs", &self.max_queued_runs)
+            .field("queue_timeout", &self.queue_timeout)
             .field("instance_id", &self.instance_id)
             .field("lease", &self.lease)
             .field("event_queue", &self.event_queue)

@@ -1,17 +1,20 @@
-//! Accepting and serving connections under limits: at most `max_connections` at once (the
-//! rest wait in the kernel's accept queue), a header-read timeout (which also closes idle
+//! Accepting and serving connections under limits: at most `max_connections` at once (past
+//! it the connection that has waited longest for a request makes room, or the new one gets a
+//! 503 when all are busy: [`OpenConnections`]), a header-read timeout (which also closes idle
 //! HTTP/1.1 keep-alive connections), an idle timeout for connections with no request in
 //! progress and no traffic, and a graceful close on shutdown.
 
+use std::convert::Infallible;
 use std::io;
 use std::pin::Pin;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::task::{Context, Poll};
 use std::time::{Duration, Instant};
 
 use axum::Router;
+use axum::body::{Body, Bytes};
 use axum::extract::Request;
+use axum::response::IntoResponse;
 use hyper::body::Incoming;
 use hyper::server::conn::http1;
 use hyper_util::rt::{TokioIo, TokioTimer};
@@ -19,6 +22,10 @@ use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
 use tokio::net::{TcpListener, TcpStream};
 use tokio::sync::{OwnedSemaphorePermit, Semaphore, watch};
 use tower::ServiceExt;
+
+use crate::errors::ServiceUnavailable;
+use crate::metrics::Metrics;
+use crate::open_connections::{Admitted, Connection, InProgress, Member, OpenConnections};
 
 /// The connection limits of a server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -33,28 +40,27 @@ pub(crate) struct ConnectionLimits {
     pub(crate) grace: Duration,
 }
 
+/// Refused connections answered at once; past it a refused connection is closed unanswered.
+const MAX_REFUSALS: usize = 64;
+/// How long a refused connection may take to send the request its 503 answers.
+const REFUSAL_TIME: Duration = Duration::from_secs(2);
+
 /// Serves `app` on `listener` until `stop` turns true, then closes connections gracefully
 /// and waits for them up to `limits.grace`.
 pub(crate) async fn serve_connections(
     listener: TcpListener,
     app: Router,
     limits: ConnectionLimits,
+    metrics: Metrics,
     mut stop: watch::Receiver<bool>,
 ) {
-    let max = limits.max_connections.clamp(1, Semaphore::MAX_PERMITS);
-    let permits = Arc::new(Semaphore::new(max));
+    let open = OpenConnections::new(limits.max_connections);
+    let refusals = Arc::new(Semaphore::new(MAX_REFUSALS));
     let mut builder = http1::Builder::new();
     builder
         .timer(TokioTimer::new())
         .header_read_timeout(limits.header_read_timeout);
     loop {
-        let permit = tokio::select! {
-            permit = permits.clone().acquire_owned() => match permit {
-                Ok(permit) => permit,
-                Err(_) => break,
-            },
-            () = stopped(&mut stop) => break,
-        };
         let stream = tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((stream, _)) => stream,
@@ -65,6 +71,20 @@ pub(crate) async fn serve_connections(
             },
             () = stopped(&mut stop) => break,
         };
+        let member = match open.admit() {
+            Admitted::Free(member) => member,
+            Admitted::Replacing(member) => {
+                metrics.connection_shed("evicted");
+                member
+            }
+            Admitted::Full => {
+                metrics.connection_shed("refused");
+                if let Ok(permit) = refusals.clone().try_acquire_owned() {
+                    tokio::spawn(refuse(stream, permit));
+                }
+                continue;
+            }
+        };
         let _ = stream.set_nodelay(true);
         tokio::spawn(serve_one(
             stream,
@@ -72,17 +92,28 @@ pub(crate) async fn serve_connections(
             builder.clone(),
             limits,
             stop.clone(),
-            permit,
+            member,
         ));
     }
     drop(listener);
-    let all = u32::try_from(max).unwrap_or(u32::MAX);
-    if tokio::time::timeout(limits.grace, permits.acquire_many(all))
-        .await
-        .is_err()
-    {
+    if !open.wait_empty(limits.grace).await {
         tracing::warn!("connections still open after the grace period; closing them");
     }
+}
+
+/// Reads the request of a connection past the limit and answers it 503
+/// `too_many_connections` with `Retry-After`, then closes it; all within [`REFUSAL_TIME`].
+async fn refuse(stream: TcpStream, _permit: OwnedSemaphorePermit) {
+    let mut builder = http1::Builder::new();
+    builder
+        .timer(TokioTimer::new())
+        .keep_alive(false)
+        .header_read_timeout(REFUSAL_TIME);
+    let service = hyper::service::service_fn(|_: Request<Incoming>| async {
+        Ok::<_, Infallible>(ServiceUnavailable::TooManyConnections.into_response())
+    });
+    let answer = builder.serve_connection(TokioIo::new(stream), service);
+    let _ = tokio::time::timeout(REFUSAL_TIME, answer).await;
 }
 
 /// Per-connection errors (a client that reset) are ignored; running out of file descriptors
@@ -110,22 +141,22 @@ async fn serve_one(
     builder: http1::Builder,
     limits: ConnectionLimits,
     mut stop: watch::Receiver<bool>,
-    _permit: OwnedSemaphorePermit,
+    member: Member,
 ) {
-    let activity = Arc::new(Activity::new());
-    let busy = Arc::new(AtomicUsize::new(0));
+    let state = member.connection.clone();
     let io = TokioIo::new(Tracked {
         inner: stream,
-        activity: activity.clone(),
+        connection: state.clone(),
     });
-    let requests = busy.clone();
+    let counted = state.clone();
     let service = hyper::service::service_fn(move |request: Request<Incoming>| {
         let app = app.clone();
-        let busy = Busy::enter(requests.clone());
+        let request_in_progress = counted.request();
+        let response_in_progress = counted.response();
         async move {
             let response = app.oneshot(request).await;
-            drop(busy);
-            response
+            drop(request_in_progress);
+            response.map(|r| r.map(|body| Body::new(Counted::new(body, response_in_progress))))
         }
     });
     let connection = builder.serve_connection(io, service).with_upgrades();
@@ -136,6 +167,7 @@ async fn serve_one(
     loop {
         tokio::select! {
             _ = connection.as_mut() => break,
+            () = state.evicted() => break,
             () = stopped(&mut stop), if closing.is_none() => {
                 connection.as_mut().graceful_shutdown();
                 closing = Some(Instant::now() + limits.grace);
@@ -143,8 +175,7 @@ async fn serve_one(
             _ = ticks.tick() => match closing {
                 Some(deadline) if Instant::now() >= deadline => break,
                 Some(_) => {}
-                None if busy.load(Ordering::Acquire) == 0
-                    && activity.idle_for() >= limits.idle_timeout => {
+                None if state.requests() == 0 && state.idle_for() >= limits.idle_timeout => {
                     connection.as_mut().graceful_shutdown();
                     closing = Some(Instant::now() + Duration::from_secs(1));
                 }
@@ -152,53 +183,48 @@ async fn serve_one(
             },
         }
     }
+    drop(member);
 }
 
-/// Requests of one connection in progress (until their response head is ready).
-struct Busy(Arc<AtomicUsize>);
-
-impl Busy {
-    fn enter(count: Arc<AtomicUsize>) -> Self {
-        count.fetch_add(1, Ordering::AcqRel);
-        Self(count)
-    }
+/// A response body that counts as in progress on its connection until sent or dropped.
+struct Counted {
+    inner: Body,
+    _in_progress: InProgress,
 }
 
-impl Drop for Busy {
-    fn drop(&mut self) {
-        self.0.fetch_sub(1, Ordering::AcqRel);
-    }
-}
-
-/// When a connection last read or wrote a byte.
-struct Activity {
-    start: Instant,
-    last_ms: AtomicU64,
-}
-
-impl Activity {
-    fn new() -> Self {
+impl Counted {
+    fn new(inner: Body, in_progress: InProgress) -> Self {
         Self {
-            start: Instant::now(),
-            last_ms: AtomicU64::new(0),
+            inner,
+            _in_progress: in_progress,
         }
     }
+}
 
-    fn touch(&self) {
-        let ms = u64::try_from(self.start.elapsed().as_millis()).unwrap_or(u64::MAX);
-        self.last_ms.store(ms, Ordering::Relaxed);
+impl http_body::Body for Counted {
+    type Data = Bytes;
+    type Error = axum::Error;
+
+    fn poll_frame(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<http_body::Frame<Self::Data>, Self::Error>>> {
+        Pin::new(&mut self.inner).poll_frame(cx)
     }
 
-    fn idle_for(&self) -> Duration {
-        let last = Duration::from_millis(self.last_ms.load(Ordering::Relaxed));
-        self.start.elapsed().saturating_sub(last)
+    fn is_end_stream(&self) -> bool {
+        self.inner.is_end_stream()
+    }
+
+    fn size_hint(&self) -> http_body::SizeHint {
+        self.inner.size_hint()
     }
 }
 
-/// A stream that records its traffic in an [`Activity`].
+/// A stream that records its traffic on its [`Connection`].
 struct Tracked {
     inner: TcpStream,
-    activity: Arc<Activity>,
+    connection: Arc<Connection>,
 }
 
 impl AsyncRead for Tracked {
@@ -210,7 +236,7 @@ impl AsyncRead for Tracked {
         let before = buf.filled().len();
         let result = Pin::new(&mut self.inner).poll_read(cx, buf);
         if buf.filled().len() > before {
-            self.activity.touch();
+            self.connection.touch();
         }
         result
     }
@@ -224,7 +250,7 @@ impl AsyncWrite for Tracked {
     ) -> Poll<io::Result<usize>> {
         let result = Pin::new(&mut self.inner).poll_write(cx, data);
         if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
+            self.connection.touch();
         }
         result
     }
@@ -244,7 +270,7 @@ impl AsyncWrite for Tracked {
     ) -> Poll<io::Result<usize>> {
         let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         if matches!(result, Poll::Ready(Ok(n)) if n > 0) {
-            self.activity.touch();
+            self.connection.touch();
         }
         result
     }

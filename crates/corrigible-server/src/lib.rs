@@ -38,25 +38,32 @@ pub mod errors;
 mod lease;
 pub mod metrics;
 mod models;
+mod open_connections;
 mod origin;
 mod request;
+mod request_id;
 mod routes;
 mod runner;
+mod scheduler;
 mod security_headers;
 mod server;
 mod state;
 pub mod store;
 
 pub use config::{
-    DEFAULT_ADDR, DEFAULT_BODY_LIMIT, DEFAULT_DB, DEFAULT_EVENT_QUEUE, DEFAULT_HEADER_READ_TIMEOUT,
-    DEFAULT_IDLE_TIMEOUT, DEFAULT_LEASE, DEFAULT_MAX_CONCURRENT_MODEL_CALLS,
-    DEFAULT_MAX_CONNECTIONS, DEFAULT_SHUTDOWN_DEADLINE, ServerConfig,
+    DEFAULT_ADDR, DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_DB, DEFAULT_EVENT_QUEUE,
+    DEFAULT_HEADER_READ_TIMEOUT, DEFAULT_IDLE_TIMEOUT, DEFAULT_LEASE,
+    DEFAULT_MAX_CONCURRENT_MODEL_CALLS, DEFAULT_MAX_CONNECTIONS, DEFAULT_MAX_QUEUED_RUNS,
+    DEFAULT_MAX_RUNS, DEFAULT_QUEUE_TIMEOUT, DEFAULT_SHUTDOWN_DEADLINE, ServerConfig,
 };
 pub use errors::ApiError;
 pub use models::{LimitedModel, ModelFactory, factory_for_spec, replay_factory, shared_factory};
 pub use request::{RunLimits, RunPlan, RunRequest};
 pub use routes::router;
-pub use server::{ServerError, serve, serve_listener, serve_until, shutdown_signal};
+pub use scheduler::{CallPermit, CallScheduler};
+pub use server::{
+    ServerError, bind, check_config, serve, serve_listener, serve_until, shutdown_signal,
+};
 pub use state::AppState;
 pub use store::{RunStore, StoreError, open_store};
 

@@ -19,6 +19,17 @@ use metrics_exporter_prometheus::{
 pub const RUNS: &str = "corrigible_runs_total";
 /// Runs executing now.
 pub const RUNS_IN_FLIGHT: &str = "corrigible_runs_in_flight";
+/// Requests waiting for a run slot.
+pub const RUNS_QUEUED: &str = "corrigible_runs_queued";
+/// Runs refused by admission control, by reason (`at_capacity`, `shutting_down`).
+pub const RUNS_REFUSED: &str = "corrigible_runs_refused_total";
+/// Model calls waiting for their turn.
+pub const MODEL_CALLS_WAITING: &str = "corrigible_model_calls_waiting";
+/// Connections closed to make room (`evicted`) or refused with a 503 (`refused`) at
+/// `--max-connections`.
+pub const CONNECTIONS_SHED: &str = "corrigible_connections_shed_total";
+/// Trace events waiting to be written to the store.
+pub const EVENTS_QUEUED: &str = "corrigible_events_queued";
 /// Corrections by category.
 pub const CORRECTIONS: &str = "corrigible_corrections_total";
 /// Tool calls by tool and outcome.
@@ -43,6 +54,19 @@ pub enum RunOutcome<'a> {
     Failed(&'a str),
     /// Interrupted by a shutdown.
     Interrupted,
+}
+
+/// The gauges read from the server at scrape time, so they always agree with `/healthz`.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct Load {
+    /// Runs executing now.
+    pub runs_in_flight: usize,
+    /// Requests waiting for a run slot.
+    pub runs_queued: usize,
+    /// Model calls waiting for their turn.
+    pub calls_waiting: usize,
+    /// Trace events waiting to be written.
+    pub events_queued: usize,
 }
 
 /// The server's metrics recorder.
@@ -74,6 +98,20 @@ impl Metrics {
         metrics.with(|| {
             describe_counter!(RUNS, "Runs by outcome and stop reason.");
             describe_gauge!(RUNS_IN_FLIGHT, "Runs executing now.");
+            describe_gauge!(RUNS_QUEUED, "Requests waiting for a run slot.");
+            describe_counter!(
+                RUNS_REFUSED,
+                "Runs refused by admission control, by reason."
+            );
+            describe_gauge!(MODEL_CALLS_WAITING, "Model calls waiting for their turn.");
+            describe_counter!(
+                CONNECTIONS_SHED,
+                "Connections closed to make room or refused at the connection limit."
+            );
+            describe_gauge!(
+                EVENTS_QUEUED,
+                "Trace events waiting to be written to the store."
+            );
             describe_counter!(
                 CORRECTIONS,
                 "Rejections sent back to the model, by category."
@@ -109,9 +147,18 @@ impl Metrics {
         });
     }
 
-    /// A run started.
-    pub fn run_started(&self) {
-        self.with(|| gauge!(RUNS_IN_FLIGHT).increment(1.0));
+    /// A run was refused before it started.
+    pub fn run_refused(&self, why: &crate::errors::ServiceUnavailable) {
+        let reason = match why {
+            crate::errors::ServiceUnavailable::AtCapacity { .. } => "at_capacity",
+            _ => "shutting_down",
+        };
+        self.with(|| counter!(RUNS_REFUSED, "reason" => reason).increment(1));
+    }
+
+    /// A connection was closed to make room (`evicted`) or refused (`refused`).
+    pub fn connection_shed(&self, how: &'static str) {
+        self.with(|| counter!(CONNECTIONS_SHED, "how" => how).increment(1));
     }
 
     /// A run ended.
@@ -123,14 +170,17 @@ impl Metrics {
             RunOutcome::Interrupted => ("interrupted", "interrupted"),
         };
         self.with(|| {
-            gauge!(RUNS_IN_FLIGHT).decrement(1.0);
             counter!(RUNS, "outcome" => label, "stop_reason" => reason.to_string()).increment(1);
         });
     }
 
-    /// The metrics in Prometheus text format, with the breakers' current states.
-    pub fn render(&self, breakers: &[(String, BreakerState)]) -> String {
+    /// The metrics in Prometheus text format, with the breakers' current states and `load`.
+    pub fn render(&self, breakers: &[(String, BreakerState)], load: Load) -> String {
         self.with(|| {
+            gauge!(RUNS_IN_FLIGHT).set(load.runs_in_flight as f64);
+            gauge!(RUNS_QUEUED).set(load.runs_queued as f64);
+            gauge!(MODEL_CALLS_WAITING).set(load.calls_waiting as f64);
+            gauge!(EVENTS_QUEUED).set(load.events_queued as f64);
             for (tool, state) in breakers {
                 let value = match state {
                     BreakerState::Closed => 0.0,

@@ -1,12 +1,13 @@
 //! Models for the server: a factory called once per run, and a decorator that bounds the
-//! model calls in flight over all runs.
+//! model calls in flight over all runs, older runs first.
 
 use std::sync::Arc;
 
 use async_trait::async_trait;
 use corrigible::{Model, ModelError, ModelLayer, ModelReply, ModelRequest};
 use corrigible_models::{ModelSpec, ModelsError, ProviderOptions, ReplayModel};
-use tokio::sync::Semaphore;
+
+use crate::scheduler::CallScheduler;
 
 /// Makes the model of one run; called once per run.
 pub type ModelFactory = Arc<dyn Fn() -> Arc<dyn Model> + Send + Sync>;
@@ -35,17 +36,23 @@ pub fn factory_for_spec(
     }
 }
 
-/// A model whose calls wait for a permit of a semaphore shared by all runs, bounding the
-/// model calls in flight.
+/// A model whose calls wait for a permit of a [`CallScheduler`] shared by all runs, bounding
+/// the model calls in flight; a run's `priority` (its admission order) decides who goes next.
 pub struct LimitedModel {
     inner: Arc<dyn Model>,
-    permits: Arc<Semaphore>,
+    scheduler: CallScheduler,
+    priority: u64,
 }
 
 impl LimitedModel {
-    /// Wraps `inner`; each call holds one of `permits` while it runs.
-    pub fn new(inner: Arc<dyn Model>, permits: Arc<Semaphore>) -> Self {
-        Self { inner, permits }
+    /// Wraps `inner`; each call holds a permit of `scheduler`, waiting behind the calls of
+    /// runs with a lower `priority`.
+    pub fn new(inner: Arc<dyn Model>, scheduler: CallScheduler, priority: u64) -> Self {
+        Self {
+            inner,
+            scheduler,
+            priority,
+        }
     }
 }
 
@@ -56,11 +63,7 @@ impl ModelLayer for LimitedModel {
     }
 
     async fn call(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let _permit = self
-            .permits
-            .acquire()
-            .await
-            .map_err(|_| ModelError::Transport("the model-call limiter is closed".into()))?;
+        let _permit = self.scheduler.acquire(self.priority).await;
         self.inner.complete(request).await
     }
 }
@@ -100,7 +103,7 @@ mod tests {
             now: AtomicUsize::new(0),
             peak: AtomicUsize::new(0),
         });
-        let model = Arc::new(LimitedModel::new(slow.clone(), Arc::new(Semaphore::new(2))));
+        let model = Arc::new(LimitedModel::new(slow.clone(), CallScheduler::new(2), 0));
         let request = ModelRequest {
             stage: Stage::new(1, 0),
             messages: Vec::new(),

@@ -10,7 +10,7 @@ use axum::http::{HeaderMap, Uri, header};
 use axum::middleware::Next;
 use axum::response::{IntoResponse, Response};
 
-use crate::errors::Forbidden;
+use crate::errors::{BadRequest, Forbidden};
 
 /// Which `Host` and `Origin` values the server answers.
 #[derive(Debug, Clone, PartialEq, Eq)]
@@ -130,13 +130,23 @@ fn origin_authority(origin: &str) -> Option<String> {
     ))
 }
 
-/// Answers 403 when the `Host` or `Origin` is not allowed (`/healthz` is exempt, for load
-/// balancers that probe by IP).
+/// Answers 400 to a request with more than one `Host` (RFC 9112, 3.2: which one counts would
+/// be a guess), and 403 when the `Host` or `Origin` is not allowed (`/healthz` is exempt from
+/// the latter, for load balancers that probe by IP).
 pub(crate) async fn check_host(
     State(policy): State<Arc<HostPolicy>>,
     request: Request,
     next: Next,
 ) -> Response {
+    if request
+        .headers()
+        .get_all(header::HOST)
+        .iter()
+        .nth(1)
+        .is_some()
+    {
+        return BadRequest::new("host", "more than one Host header").into_response();
+    }
     if request.uri().path() == "/healthz" {
         return next.run(request).await;
     }

@@ -15,7 +15,7 @@ use crate::origin::{HostPolicy, check_host};
 use crate::routes::router;
 use crate::state::AppState;
 use crate::store::StoreError;
-use crate::{access_log, lease, security_headers};
+use crate::{access_log, lease, request_id, security_headers};
 
 /// How long open connections may go on once the runs are done or interrupted.
 const CONNECTION_GRACE: Duration = Duration::from_secs(5);
@@ -42,6 +42,9 @@ pub enum ServerError {
         /// The address.
         addr: String,
     },
+    /// An API key that is empty or only whitespace.
+    #[error("the API key is empty: set a real key, or leave --api-key out")]
+    EmptyApiKey,
     /// Serving failed.
     #[error("server error: {0}")]
     Io(#[from] std::io::Error),
@@ -63,27 +66,44 @@ pub async fn serve_until(
     state: AppState,
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
-    if let Ok(addrs) = tokio::net::lookup_host(&config.addr).await {
-        for addr in addrs {
-            check_exposure(addr, &state, &config)?;
-        }
-    }
-    let listener = TcpListener::bind(&config.addr)
+    let listener = bind(&config).await?;
+    serve_listener(listener, state, config, signal).await
+}
+
+/// Checks `config` ([`check_config`]) and binds its address, so that a caller can say where
+/// it serves only once the server can.
+pub async fn bind(config: &ServerConfig) -> Result<TcpListener, ServerError> {
+    check_config(config).await?;
+    TcpListener::bind(&config.addr)
         .await
         .map_err(|source| ServerError::Bind {
             addr: config.addr.clone(),
             source,
-        })?;
-    serve_listener(listener, state, config, signal).await
+        })
+}
+
+/// Refuses an empty API key, and a non-loopback address without an API key unless
+/// `allow_insecure`; cheap, so a command line can check before it loads a model.
+pub async fn check_config(config: &ServerConfig) -> Result<(), ServerError> {
+    check_key(config)?;
+    if let Ok(addrs) = tokio::net::lookup_host(&config.addr).await {
+        for addr in addrs {
+            check_exposure(addr, config)?;
+        }
+    }
+    Ok(())
+}
+
+fn check_key(config: &ServerConfig) -> Result<(), ServerError> {
+    match &config.api_key {
+        Some(key) if key.trim().is_empty() => Err(ServerError::EmptyApiKey),
+        _ => Ok(()),
+    }
 }
 
 /// Refuses a non-loopback address when no API key is set, unless `allow_insecure`.
-fn check_exposure(
-    addr: SocketAddr,
-    state: &AppState,
-    config: &ServerConfig,
-) -> Result<(), ServerError> {
-    if addr.ip().is_loopback() || state.api_key.is_some() || config.allow_insecure {
+fn check_exposure(addr: SocketAddr, config: &ServerConfig) -> Result<(), ServerError> {
+    if addr.ip().is_loopback() || config.api_key.is_some() || config.allow_insecure {
         return Ok(());
     }
     Err(ServerError::Insecure {
@@ -101,7 +121,8 @@ pub async fn serve_listener(
     signal: impl Future<Output = ()> + Send + 'static,
 ) -> Result<(), ServerError> {
     let local = listener.local_addr()?;
-    check_exposure(local, &state, &config)?;
+    check_key(&config)?;
+    check_exposure(local, &config)?;
     let instance = config
         .instance_id
         .clone()
@@ -126,18 +147,21 @@ pub async fn serve_listener(
         let _ = stop_tx.send(true);
     });
     let hosts = Arc::new(HostPolicy::new(local, &config.allowed_hosts));
+    let metrics = state.metrics.clone();
     let app = router(state)
         .layer(from_fn_with_state(hosts, check_host))
         // Again outside the `Host` check, so that its 403s carry the headers too.
         .layer(axum::middleware::from_fn(security_headers::add))
-        .layer(access_log::layer());
+        .layer(access_log::layer())
+        .layer(axum::middleware::from_fn(access_log::log_aborted))
+        .layer(axum::middleware::from_fn(request_id::assign));
     let limits = ConnectionLimits {
         header_read_timeout: config.header_read_timeout,
         idle_timeout: config.idle_timeout,
         max_connections: config.max_connections,
         grace: CONNECTION_GRACE,
     };
-    serve_connections(listener, app, limits, stop_rx).await;
+    serve_connections(listener, app, limits, metrics, stop_rx).await;
     heartbeat.abort();
     tracing::info!("server stopped");
     Ok(())

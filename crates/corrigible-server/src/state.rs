@@ -7,7 +7,7 @@ use corrigible::Agent;
 use crate::config::ServerConfig;
 use crate::metrics::Metrics;
 use crate::models::ModelFactory;
-use crate::runner::Runner;
+use crate::runner::{AdmissionLimits, Runner, RunnerLimits};
 use crate::store::RunStore;
 
 /// Everything the routes share: the agent (tools, policy, protocol, shared breakers), the
@@ -18,13 +18,14 @@ pub struct AppState {
     pub(crate) metrics: Metrics,
     pub(crate) api_key: Option<Arc<str>>,
     pub(crate) body_limit: usize,
+    pub(crate) body_read_timeout: std::time::Duration,
     pub(crate) model_name: Arc<str>,
 }
 
 impl AppState {
     /// Builds the state. `models` is called once per run (so `replay:FILE` restarts for every
-    /// run); `config` gives the API key, the body limit and the model-call limit. Starts the
-    /// store writer task, so it must be called inside a Tokio runtime.
+    /// run); `config` gives the API key, the body's limits, and the run and model-call limits.
+    /// Starts the store writer task, so it must be called inside a Tokio runtime.
     pub fn new(
         agent: Arc<Agent>,
         models: ModelFactory,
@@ -41,7 +42,15 @@ impl AppState {
             agent,
             models,
             store,
-            (config.max_concurrent_model_calls, config.event_queue),
+            RunnerLimits {
+                admission: AdmissionLimits {
+                    max_runs: config.max_runs,
+                    max_queued: config.max_queued_runs,
+                    queue_timeout: config.queue_timeout,
+                },
+                max_concurrent_model_calls: config.max_concurrent_model_calls,
+                event_queue: config.event_queue,
+            },
             metrics.clone(),
             &instance,
         );
@@ -54,6 +63,7 @@ impl AppState {
                 .filter(|k| !k.is_empty())
                 .map(Arc::from),
             body_limit: config.body_limit,
+            body_read_timeout: config.body_read_timeout,
             model_name,
         }
     }
@@ -81,6 +91,21 @@ impl AppState {
     /// Runs executing now.
     pub fn runs_in_flight(&self) -> usize {
         self.runner.in_flight()
+    }
+
+    /// Requests waiting for a run slot.
+    pub fn runs_queued(&self) -> usize {
+        self.runner.queued()
+    }
+
+    /// What the gauges of `/metrics` show, read from the runner at scrape time.
+    pub(crate) fn load(&self) -> crate::metrics::Load {
+        crate::metrics::Load {
+            runs_in_flight: self.runner.in_flight(),
+            runs_queued: self.runner.queued(),
+            calls_waiting: self.runner.calls_waiting(),
+            events_queued: self.runner.events_queued(),
+        }
     }
 
     /// Whether the server is shutting down (new runs get 503).

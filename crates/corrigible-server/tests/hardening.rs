@@ -350,8 +350,8 @@ async fn idle_connections_are_closed_but_busy_ones_are_not() {
 }
 
 #[tokio::test]
-async fn connections_beyond_the_cap_wait_their_turn() {
-    let mut options = Options::replay(SIMPLE);
+async fn past_the_cap_an_idle_connection_makes_room_and_busy_ones_are_kept() {
+    let mut options = Options::replay(&slow(1500));
     options.configure = |c| {
         c.max_connections = 2;
         c.header_read_timeout = Duration::from_secs(60);
@@ -359,27 +359,98 @@ async fn connections_beyond_the_cap_wait_their_turn() {
     };
     let server = TestServer::start(options).await;
     let addr = server.base.trim_start_matches("http://").to_string();
-    let first = TcpStream::connect(&addr).await.unwrap();
+    // Two connections that never send a request hold both places.
+    let mut first = TcpStream::connect(&addr).await.unwrap();
     let _second = TcpStream::connect(&addr).await.unwrap();
     tokio::time::sleep(Duration::from_millis(100)).await;
-    let client = reqwest::Client::builder()
-        .timeout(Duration::from_millis(700))
-        .build()
-        .unwrap();
-    let waiting = client.get(server.url("/healthz")).send().await;
-    assert!(
-        waiting.is_err(),
-        "a third connection was served: {waiting:?}"
-    );
-    drop(first);
+    // A third client is served at once: the connection idle the longest is closed for it.
     let served = reqwest::Client::new()
         .get(server.url("/healthz"))
-        .timeout(Duration::from_secs(5))
+        .timeout(Duration::from_secs(2))
         .send()
         .await
         .unwrap();
     assert_eq!(served.status(), StatusCode::OK);
+    assert!(closed_within(&mut first, Duration::from_secs(2)).await);
+    // With both places taken by requests in progress, a new connection gets a 503 at once.
+    let busy: Vec<_> = (0..2)
+        .map(|_| {
+            let url = server.url("/v1/runs");
+            tokio::spawn(async move {
+                reqwest::Client::new()
+                    .post(url)
+                    .json(&json!({"prompt": "wait"}))
+                    .send()
+                    .await
+                    .map(|r| r.status())
+            })
+        })
+        .collect();
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let refused = reqwest::Client::new()
+        .get(server.url("/healthz"))
+        .timeout(Duration::from_secs(2))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(refused.status(), StatusCode::SERVICE_UNAVAILABLE);
+    assert_eq!(refused.headers()["retry-after"], "1");
+    let (status, kind) = error_kind(refused).await;
+    assert_eq!(
+        (status.as_u16(), kind.as_str()),
+        (503, "too_many_connections")
+    );
+    for run in busy {
+        assert_eq!(run.await.unwrap().unwrap(), StatusCode::OK);
+    }
     server.stop().await;
+}
+
+#[tokio::test]
+async fn two_host_headers_are_refused() {
+    let server = TestServer::start(Options::replay(SIMPLE)).await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    let request = format!(
+        "GET /v1/info HTTP/1.1\r\nHost: {addr}\r\nHost: evil.example\r\nConnection: close\r\n\r\n"
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    let mut answer = String::new();
+    stream.read_to_string(&mut answer).await.unwrap();
+    assert!(answer.starts_with("HTTP/1.1 400"), "{answer}");
+    assert!(answer.contains("more than one Host header"), "{answer}");
+    server.stop().await;
+}
+
+#[tokio::test]
+async fn a_blank_api_key_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db").display().to_string();
+    let replay = ReplayModel::from_str(SIMPLE).unwrap();
+    for key in ["", "   ", "\t\n"] {
+        let config = ServerConfig {
+            addr: "127.0.0.1:0".into(),
+            db: db.clone(),
+            api_key: Some(key.into()),
+            ..ServerConfig::default()
+        };
+        assert!(matches!(
+            corrigible_server::check_config(&config).await,
+            Err(ServerError::EmptyApiKey)
+        ));
+        let store = open_store(&db).await.unwrap();
+        let state = AppState::new(
+            common::agent(&replay),
+            replay_factory(replay.restarted()),
+            store,
+            &config,
+        );
+        let refused = corrigible_server::serve_until(config, state, async {}).await;
+        assert!(
+            matches!(refused, Err(ServerError::EmptyApiKey)),
+            "{key:?}: {refused:?}"
+        );
+    }
 }
 
 #[derive(Clone, Default)]
@@ -448,4 +519,94 @@ async fn each_request_logs_one_line_with_its_run_id() {
     );
     assert!(lines[1].contains("method=GET") && lines[1].contains(&format!("run_id=\"{run_id}\"")));
     assert!(lines[2].contains("method=DELETE") && lines[2].contains("status=405"));
+}
+
+#[tokio::test]
+async fn a_server_failure_shows_the_client_an_id_and_the_log_the_cause() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let server = TestServer::start(Options::replay(SIMPLE)).await;
+    // Break the store under the server: its table is gone.
+    let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", server.db))
+        .await
+        .unwrap();
+    sqlx::query("DROP TABLE events")
+        .execute(&pool)
+        .await
+        .unwrap();
+    sqlx::query("DROP TABLE runs").execute(&pool).await.unwrap();
+    let response = server
+        .client
+        .get(server.url("/v1/runs"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), StatusCode::INTERNAL_SERVER_ERROR);
+    let header_id = response.headers()["x-request-id"]
+        .to_str()
+        .unwrap()
+        .to_string();
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["kind"], "internal");
+    assert_eq!(body["error"]["request_id"], header_id.as_str());
+    let text = body.to_string();
+    assert!(
+        !text.contains("runs") && !text.contains("table") && !text.contains("sqlite"),
+        "the body shows internals: {text}"
+    );
+    server.stop().await;
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let cause = log
+        .lines()
+        .find(|l| l.contains("internal error"))
+        .unwrap_or_else(|| panic!("no cause logged: {log}"));
+    assert!(
+        cause.contains(&header_id) && cause.contains("no such table"),
+        "{cause}"
+    );
+}
+
+#[tokio::test]
+async fn a_request_the_client_abandons_is_logged() {
+    let captured = Captured::default();
+    let writer = captured.clone();
+    let subscriber = tracing_subscriber::fmt()
+        .with_writer(move || writer.clone())
+        .with_ansi(false)
+        .with_max_level(tracing::Level::INFO)
+        .finish();
+    let _guard = tracing::subscriber::set_default(subscriber);
+    let server = TestServer::start(Options::replay(&slow(300))).await;
+    let addr = server.base.trim_start_matches("http://").to_string();
+    let body = json!({"prompt": "wait"}).to_string();
+    let mut stream = TcpStream::connect(&addr).await.unwrap();
+    let request = format!(
+        "POST /v1/runs HTTP/1.1\r\nHost: {addr}\r\ncontent-type: application/json\r\ncontent-length: {}\r\n\r\n{body}",
+        body.len()
+    );
+    stream.write_all(request.as_bytes()).await.unwrap();
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    drop(stream);
+    // The run goes on, detached, and ends.
+    common::eventually_async(|| async {
+        let runs = server.state.store().list_runs(5, None).await.unwrap();
+        runs.len() == 1 && runs[0].finished_at.is_some()
+    })
+    .await;
+    server.stop().await;
+    let log = String::from_utf8(captured.0.lock().unwrap().clone()).unwrap();
+    let line = log
+        .lines()
+        .find(|l| l.contains("request aborted before its response"))
+        .unwrap_or_else(|| panic!("no line for the abandoned request: {log}"));
+    assert!(
+        line.contains("method=POST") && line.contains("request_id="),
+        "{line}"
+    );
 }

@@ -8,6 +8,7 @@ mod internal;
 mod method_not_allowed;
 mod not_found;
 mod payload_too_large;
+mod request_timeout;
 mod unauthorized;
 mod unavailable;
 mod unsupported_media_type;
@@ -24,6 +25,7 @@ pub use internal::InternalError;
 pub use method_not_allowed::MethodNotAllowed;
 pub use not_found::NotFound;
 pub use payload_too_large::PayloadTooLarge;
+pub use request_timeout::RequestTimeout;
 pub use unauthorized::Unauthorized;
 pub use unavailable::ServiceUnavailable;
 pub use unsupported_media_type::UnsupportedMediaType;
@@ -46,6 +48,9 @@ pub enum ApiError {
     /// 405: the route does not take this method.
     #[error(transparent)]
     MethodNotAllowed(#[from] MethodNotAllowed),
+    /// 408: the body did not arrive in time.
+    #[error(transparent)]
+    RequestTimeout(#[from] RequestTimeout),
     /// 413: the body is larger than the limit.
     #[error(transparent)]
     PayloadTooLarge(#[from] PayloadTooLarge),
@@ -58,7 +63,7 @@ pub enum ApiError {
     /// 502: the model could not be reached.
     #[error(transparent)]
     BadGateway(#[from] BadGateway),
-    /// 503: the server is shutting down.
+    /// 503: the server is shutting down or at capacity.
     #[error(transparent)]
     Unavailable(#[from] ServiceUnavailable),
 }
@@ -77,6 +82,7 @@ impl IntoResponse for ApiError {
             ApiError::Forbidden(e) => e.into_response(),
             ApiError::NotFound(e) => e.into_response(),
             ApiError::MethodNotAllowed(e) => e.into_response(),
+            ApiError::RequestTimeout(e) => e.into_response(),
             ApiError::PayloadTooLarge(e) => e.into_response(),
             ApiError::UnsupportedMediaType(e) => e.into_response(),
             ApiError::Internal(e) => e.into_response(),

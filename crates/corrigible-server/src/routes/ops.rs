@@ -12,14 +12,19 @@ use crate::state::AppState;
 
 use crate::OPENAPI_JSON as OPENAPI;
 
-/// `GET /healthz`: 200 while serving, 503 while shutting down.
+/// `GET /healthz`: 200 while serving, 503 while shutting down; the runs in flight and those
+/// waiting for a slot.
 pub(super) async fn healthz(State(state): State<AppState>) -> Response {
     let (status, text) = if state.is_shutting_down() {
         (StatusCode::SERVICE_UNAVAILABLE, "shutting_down")
     } else {
         (StatusCode::OK, "ok")
     };
-    let body = json!({"status": text, "runs_in_flight": state.runs_in_flight()});
+    let body = json!({
+        "status": text,
+        "runs_in_flight": state.runs_in_flight(),
+        "runs_queued": state.runs_queued(),
+    });
     (status, Json(body)).into_response()
 }
 
@@ -49,7 +54,7 @@ pub(super) async fn metrics(State(state): State<AppState>) -> Response {
             header::CONTENT_TYPE,
             "text/plain; version=0.0.4; charset=utf-8",
         )],
-        state.metrics.render(&states),
+        state.metrics.render(&states, state.load()),
     )
         .into_response()
 }

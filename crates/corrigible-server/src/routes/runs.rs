@@ -33,7 +33,7 @@ pub(super) async fn create(
         return Err(ServiceUnavailable::ShuttingDown.into());
     }
     require_json(&headers)?;
-    let bytes = read_limited(&headers, body, state.body_limit).await?;
+    let bytes = read_limited(&headers, body, state.body_limit, state.body_read_timeout).await?;
     let plan = RunRequest::parse(&bytes)?.validate(state.agent())?;
     let started = state.runner.start(plan).await?;
     let run_id = started.run_id.clone();

@@ -1,19 +1,24 @@
-//! Executing runs: the run row first, then the agent loop in its own task with the server's
-//! sink, then the ending; and the shutdown that waits for runs and interrupts the rest.
+//! Executing runs: a slot first (admission), then, as one unit no client can cut short, the
+//! run row, the agent loop with the server's sink and the ending; and the shutdown that waits
+//! for runs and interrupts the rest.
 
+mod admission;
 mod gate;
 mod inflight;
 pub(crate) mod live;
 mod sink;
 mod writer;
 
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
 use corrigible::{Agent, Model, RunError, RunOptions, RunReport};
-use tokio::sync::Semaphore;
+use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 
+pub(crate) use self::admission::AdmissionLimits;
+use self::admission::{Admission, Slot};
 use self::gate::GatedModel;
 use self::inflight::InFlight;
 use self::live::{LiveRun, LiveRuns};
@@ -23,22 +28,23 @@ use crate::errors::{ApiError, BadGateway, BadRequest, InternalError, ServiceUnav
 use crate::metrics::{Metrics, RunOutcome};
 use crate::models::{LimitedModel, ModelFactory};
 use crate::request::{RunPlan, protocol_name};
+use crate::scheduler::CallScheduler;
 use crate::store::{NewRun, RunEnd, RunStore, now_ms};
 
 /// A run that has started.
 pub(crate) struct Started {
     /// Its id.
     pub(crate) run_id: String,
-    task: JoinHandle<Result<RunReport, RunError>>,
+    task: JoinHandle<Result<RunReport, ApiError>>,
 }
 
 impl Started {
-    /// Waits for the run's end: its report, or the API error it ended with.
+    /// Waits for the run's end: its report, or the API error it ended with. Dropping the
+    /// future leaves the run going on, detached.
     pub(crate) async fn report(self) -> Result<RunReport, ApiError> {
         let run_id = self.run_id;
         match self.task.await {
-            Ok(Ok(report)) => Ok(report),
-            Ok(Err(error)) => Err(run_error(&run_id, error)),
+            Ok(result) => result,
             Err(join) if join.is_cancelled() => Err(ServiceUnavailable::Interrupted(run_id).into()),
             Err(join) => Err(InternalError::new(format!("run {run_id} crashed: {join}")).into()),
         }
@@ -49,7 +55,9 @@ impl Started {
 pub(crate) struct Runner {
     agent: Arc<Agent>,
     models: ModelFactory,
-    permits: Arc<Semaphore>,
+    admission: Admission,
+    calls: CallScheduler,
+    admitted: AtomicU64,
     store: Arc<dyn RunStore>,
     writer: StoreWriter,
     live: LiveRuns,
@@ -63,16 +71,17 @@ impl Runner {
         agent: Arc<Agent>,
         models: ModelFactory,
         store: Arc<dyn RunStore>,
-        limits: (usize, usize),
+        limits: RunnerLimits,
         metrics: Metrics,
         instance: &str,
     ) -> Self {
-        let (max_concurrent_model_calls, event_queue) = limits;
         Self {
             agent,
             models,
-            permits: Arc::new(Semaphore::new(max_concurrent_model_calls.max(1))),
-            writer: StoreWriter::spawn(store.clone(), event_queue),
+            admission: Admission::new(limits.admission),
+            calls: CallScheduler::new(limits.max_concurrent_model_calls),
+            admitted: AtomicU64::new(0),
+            writer: StoreWriter::spawn(store.clone(), limits.event_queue),
             store,
             live: LiveRuns::default(),
             inflight: InFlight::default(),
@@ -119,24 +128,71 @@ impl Runner {
         self.inflight.len()
     }
 
+    /// Requests waiting for a run slot.
+    pub(crate) fn queued(&self) -> usize {
+        self.admission.queued()
+    }
+
+    /// Model calls waiting for their turn.
+    pub(crate) fn calls_waiting(&self) -> usize {
+        self.calls.waiting()
+    }
+
     /// Whether new runs are refused.
     pub(crate) fn is_shutting_down(&self) -> bool {
         self.inflight.is_closed()
     }
 
-    /// Starts one run: stores it, then runs it in its own task (so it finishes even when the
-    /// client goes away) that stores its ending.
+    /// Starts one run. It first waits for a slot ([`Admission`]): a client that goes away
+    /// meanwhile leaves nothing behind. From then on the run is one unit in its own task that
+    /// no client can cut short: it is stored, runs and stores its ending; a client that goes
+    /// away leaves it running detached, as an asynchronous run does.
     pub(crate) async fn start(self: &Arc<Self>, plan: RunPlan) -> Result<Started, ApiError> {
+        if self.is_shutting_down() {
+            return Err(ServiceUnavailable::ShuttingDown.into());
+        }
+        let slot = match self.admission.admit().await {
+            Ok(slot) => slot,
+            Err(refused) => {
+                self.metrics.run_refused(&refused);
+                return Err(refused.into());
+            }
+        };
         let run_id = uuid::Uuid::now_v7().to_string();
         if !self.inflight.enter(&run_id) {
             return Err(ServiceUnavailable::ShuttingDown.into());
         }
+        let (stored_tx, stored) = oneshot::channel();
+        let this = self.clone();
+        let id = run_id.clone();
+        let task = tokio::spawn(async move { this.execute(&id, plan, slot, stored_tx).await });
+        self.inflight.attach(&run_id, task.abort_handle());
+        match stored.await {
+            Ok(Ok(())) => Ok(Started { run_id, task }),
+            Ok(Err(error)) => Err(error),
+            Err(_) => Err(ServiceUnavailable::Interrupted(run_id).into()),
+        }
+    }
+
+    /// The run as one unit: its row, the agent loop, its ending; `stored` hears once the row
+    /// is written (or why it could not be).
+    async fn execute(
+        self: Arc<Self>,
+        run_id: &str,
+        plan: RunPlan,
+        _slot: Slot,
+        stored: oneshot::Sender<Result<(), ApiError>>,
+    ) -> Result<RunReport, ApiError> {
         self.writer.room().await;
-        let limited: Arc<dyn Model> =
-            Arc::new(LimitedModel::new((self.models)(), self.permits.clone()));
+        let priority = self.admitted.fetch_add(1, Ordering::Relaxed);
+        let limited: Arc<dyn Model> = Arc::new(LimitedModel::new(
+            (self.models)(),
+            self.calls.clone(),
+            priority,
+        ));
         let model: Arc<dyn Model> = Arc::new(GatedModel::new(limited, self.writer.clone()));
         let new_run = NewRun {
-            id: run_id.clone(),
+            id: run_id.to_string(),
             created_at: now_ms(),
             prompt: plan.prompt.clone(),
             model: model.name().to_string(),
@@ -144,28 +200,24 @@ impl Runner {
             owner: self.instance().to_string(),
         };
         if let Err(error) = self.writer.insert(new_run).await {
-            self.inflight.leave(&run_id);
+            self.inflight.leave(run_id);
+            let error = InternalError::new(format!("run {run_id} could not be stored: {error}"));
+            let _ = stored.send(Err(error.clone().into()));
             return Err(error.into());
         }
-        self.metrics.run_started();
-        let live = self.live.open(&run_id);
-        let sink = ServerSink::new(&run_id, self.writer.clone(), live, self.metrics.clone());
+        let _ = stored.send(Ok(()));
+        let live = self.live.open(run_id);
+        let sink = ServerSink::new(run_id, self.writer.clone(), live, self.metrics.clone());
         let options = RunOptions {
-            run_id: Some(run_id.clone()),
+            run_id: Some(run_id.to_string()),
             sink: Some(Arc::new(sink)),
             tools: plan.tools,
             model: Some(model),
             policy: plan.policy,
         };
-        let this = self.clone();
-        let id = run_id.clone();
-        let task = tokio::spawn(async move {
-            let result = this.agent.run_with(&plan.prompt, options).await;
-            this.end(&id, &result).await;
-            result
-        });
-        self.inflight.attach(&run_id, task.abort_handle());
-        Ok(Started { run_id, task })
+        let result = self.agent.run_with(&plan.prompt, options).await;
+        self.end(run_id, &result).await;
+        result.map_err(|error| run_error(run_id, error))
     }
 
     /// Stores how a run ended, then lets its subscribers go.
@@ -201,6 +253,7 @@ impl Runner {
     /// rest and stores them as `interrupted`.
     pub(crate) async fn shutdown(&self, deadline: Duration) {
         self.inflight.close();
+        self.admission.close();
         let waiting = self.inflight.len();
         if waiting > 0 {
             tracing::info!(runs = waiting, ?deadline, "waiting for runs in flight");
@@ -221,6 +274,17 @@ impl Runner {
         }
         self.writer.flush().await;
     }
+}
+
+/// The bounds of a [`Runner`].
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct RunnerLimits {
+    /// Runs in flight and waiting.
+    pub(crate) admission: AdmissionLimits,
+    /// Model calls in flight over all runs.
+    pub(crate) max_concurrent_model_calls: usize,
+    /// Trace events waiting to be written before runs wait.
+    pub(crate) event_queue: usize,
 }
 
 /// The failure kind stored and sent for a run error.

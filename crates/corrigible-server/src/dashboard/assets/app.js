@@ -2,7 +2,9 @@
 // a form to start a run. Plain JavaScript, no dependencies, no build step.
 "use strict";
 
-const KEY_STORAGE = "corrigible.apiKey";
+// The API key lives in this variable only: it is gone when the tab closes or reloads, and
+// no other page or script on the origin can read it from storage.
+let pageKey = "";
 const $ = (id) => document.getElementById(id);
 
 // ---------- small helpers ----------
@@ -24,7 +26,7 @@ function h(tag, attrs, ...children) {
 }
 
 function apiKey() {
-  return localStorage.getItem(KEY_STORAGE) || "";
+  return pageKey;
 }
 
 function authHeaders(extra) {
@@ -111,14 +113,14 @@ $("key-button").addEventListener("click", () => {
 });
 $("key-form").addEventListener("submit", (ev) => {
   ev.preventDefault();
-  localStorage.setItem(KEY_STORAGE, $("key-input").value.trim());
+  pageKey = $("key-input").value.trim();
   $("key-input").value = "";
   $("key-panel").hidden = true;
   flash("");
   route();
 });
 $("key-clear").addEventListener("click", () => {
-  localStorage.removeItem(KEY_STORAGE);
+  pageKey = "";
   $("key-panel").hidden = true;
 });
 
