@@ -218,9 +218,13 @@ pub struct ServeArgs {
     /// `database_url` in the config file, else corrigible.db).
     #[arg(long)]
     pub db: Option<String>,
-    /// Require `Authorization: Bearer KEY` on the API.
+    /// Require `Authorization: Bearer KEY` on the API. Prefer CORRIGIBLE_API_KEY or
+    /// --api-key-file: a flag's value is visible to every local user in the process list.
     #[arg(long, env = "CORRIGIBLE_API_KEY", hide_env_values = true)]
     pub api_key: Option<String>,
+    /// Read the API key from this file (its first line, surrounding whitespace removed).
+    #[arg(long, value_name = "PATH", conflicts_with = "api_key")]
+    pub api_key_file: Option<PathBuf>,
     /// Serve without an API key on a non-loopback address (anyone who reaches it can start
     /// runs and read them).
     #[arg(long)]
@@ -232,12 +236,25 @@ pub struct ServeArgs {
     /// Seconds a client may take to send a request's headers.
     #[arg(long, value_name = "SECS", default_value_t = corrigible_server::DEFAULT_HEADER_READ_TIMEOUT.as_secs())]
     pub header_read_timeout: u64,
+    /// Seconds a client may take to send a request's whole body (slower bodies get 408).
+    #[arg(long, value_name = "SECS", default_value_t = corrigible_server::DEFAULT_BODY_READ_TIMEOUT.as_secs())]
+    pub body_read_timeout: u64,
     /// Seconds a connection may stay open with no request in progress and no traffic.
     #[arg(long, value_name = "SECS", default_value_t = corrigible_server::DEFAULT_IDLE_TIMEOUT.as_secs())]
     pub idle_timeout: u64,
-    /// Connections served at once; more wait to be accepted.
+    /// Connections served at once; past it the connection that has waited longest for a
+    /// request is closed to make room, or the new one gets 503 when all are busy.
     #[arg(long, default_value_t = corrigible_server::DEFAULT_MAX_CONNECTIONS)]
     pub max_connections: usize,
+    /// Runs in flight at once.
+    #[arg(long, value_name = "N", default_value_t = corrigible_server::DEFAULT_MAX_RUNS)]
+    pub max_runs: usize,
+    /// Run requests waiting for a slot; past it new runs get 503 with Retry-After.
+    #[arg(long, value_name = "N", default_value_t = corrigible_server::DEFAULT_MAX_QUEUED_RUNS)]
+    pub max_queued_runs: usize,
+    /// Seconds a run request may wait for a slot before it gets 503.
+    #[arg(long, value_name = "SECS", default_value_t = corrigible_server::DEFAULT_QUEUE_TIMEOUT.as_secs())]
+    pub queue_timeout: u64,
     /// Events waiting to be written past which runs wait before their next model call, and
     /// new runs before they start.
     #[arg(long, value_name = "N", default_value_t = corrigible_server::DEFAULT_EVENT_QUEUE)]

@@ -161,21 +161,27 @@ async fn build_agent(
 }
 
 async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
-    if args.max_concurrent_model_calls == 0 {
-        return Err(anyhow::anyhow!("--max-concurrent-model-calls: must be at least 1").into());
+    let at_least_one = [
+        (
+            "--max-concurrent-model-calls",
+            args.max_concurrent_model_calls,
+        ),
+        ("--max-connections", args.max_connections),
+        ("--max-runs", args.max_runs),
+        ("--event-queue", args.event_queue),
+        ("--header-read-timeout", args.header_read_timeout as usize),
+        ("--body-read-timeout", args.body_read_timeout as usize),
+        ("--idle-timeout", args.idle_timeout as usize),
+        ("--queue-timeout", args.queue_timeout as usize),
+        ("--lease", args.lease as usize),
+    ];
+    if let Some((flag, _)) = at_least_one.iter().find(|(_, value)| *value == 0) {
+        return Err(anyhow::anyhow!("{flag}: must be at least 1").into());
     }
-    if args.max_connections == 0 {
-        return Err(anyhow::anyhow!("--max-connections: must be at least 1").into());
-    }
-    if args.event_queue == 0 {
-        return Err(anyhow::anyhow!("--event-queue: must be at least 1").into());
-    }
-    if args.header_read_timeout == 0 || args.idle_timeout == 0 || args.lease == 0 {
-        return Err(anyhow::anyhow!(
-            "--header-read-timeout, --idle-timeout, --lease: must be at least 1"
-        )
-        .into());
-    }
+    let api_key = match &args.api_key_file {
+        Some(path) => Some(read_key_file(path)?),
+        None => args.api_key.take(),
+    };
     let file = config::locate(args.config.as_deref())
         .map(|path| config::load(&path))
         .transpose()?;
@@ -184,6 +190,30 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         .take()
         .or_else(|| file.as_ref().and_then(|file| file.database_url.clone()))
         .unwrap_or_else(|| corrigible_server::DEFAULT_DB.to_string());
+    let secs = std::time::Duration::from_secs;
+    let config = corrigible_server::ServerConfig {
+        addr: args.addr.clone(),
+        db: db.clone(),
+        api_key,
+        body_limit: args.body_limit,
+        max_concurrent_model_calls: args.max_concurrent_model_calls,
+        allow_insecure: args.insecure_no_auth,
+        allowed_hosts: std::mem::take(&mut args.allowed_hosts),
+        header_read_timeout: secs(args.header_read_timeout),
+        body_read_timeout: secs(args.body_read_timeout),
+        idle_timeout: secs(args.idle_timeout),
+        max_connections: args.max_connections,
+        max_runs: args.max_runs,
+        max_queued_runs: args.max_queued_runs,
+        queue_timeout: secs(args.queue_timeout),
+        event_queue: args.event_queue,
+        instance_id: args.instance_id.take(),
+        lease: secs(args.lease),
+        ..Default::default()
+    };
+    corrigible_server::check_config(&config)
+        .await
+        .map_err(anyhow::Error::from)?;
     let shared_breakers =
         args.shared_breakers || file.as_ref().is_some_and(|file| file.breaker.shared);
     let store = corrigible_server::open_store(&db)
@@ -198,31 +228,28 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         shared_breakers.then(|| store.breakers()),
     )
     .await?;
-    let config = corrigible_server::ServerConfig {
-        addr: args.addr,
-        db,
-        api_key: args.api_key,
-        body_limit: args.body_limit,
-        max_concurrent_model_calls: args.max_concurrent_model_calls,
-        allow_insecure: args.insecure_no_auth,
-        allowed_hosts: args.allowed_hosts,
-        header_read_timeout: std::time::Duration::from_secs(args.header_read_timeout),
-        idle_timeout: std::time::Duration::from_secs(args.idle_timeout),
-        max_connections: args.max_connections,
-        event_queue: args.event_queue,
-        instance_id: args.instance_id,
-        lease: std::time::Duration::from_secs(args.lease),
-        ..Default::default()
-    };
     let state = corrigible_server::AppState::new(Arc::new(agent), model.factory, store, &config);
-    eprintln!(
-        "corrigible: serving on http://{} (dashboard at /, API at /v1/runs)",
-        config.addr
-    );
-    corrigible_server::serve(config, state)
+    let listener = corrigible_server::bind(&config)
         .await
         .map_err(anyhow::Error::from)?;
+    let local = listener.local_addr().map_err(anyhow::Error::from)?;
+    eprintln!("corrigible: serving on http://{local} (dashboard at /, API at /v1/runs)");
+    corrigible_server::serve_listener(
+        listener,
+        state,
+        config,
+        corrigible_server::shutdown_signal(),
+    )
+    .await
+    .map_err(anyhow::Error::from)?;
     Ok(())
+}
+
+/// The API key in `path`: its first line, trimmed.
+fn read_key_file(path: &std::path::Path) -> Result<String, Failure> {
+    let text = std::fs::read_to_string(path)
+        .map_err(|e| anyhow::anyhow!("--api-key-file {}: {e}", path.display()))?;
+    Ok(text.lines().next().unwrap_or_default().trim().to_string())
 }
 
 async fn run(mut args: RunArgs) -> Result<(), Failure> {

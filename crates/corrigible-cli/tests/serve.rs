@@ -193,3 +193,111 @@ fn the_header_read_timeout_flag_cuts_off_a_slow_client() {
     );
     server.stop();
 }
+
+/// Runs `corrigible serve` with `args` to its end (a refusal) and returns its stderr.
+fn refused(args: &[&str], dir: &tempfile::TempDir) -> String {
+    let replay = dir.path().join("replay.jsonl");
+    std::fs::write(&replay, format!("{REPLAY}\n")).unwrap();
+    let output = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .arg("serve")
+        .args(["--model", &format!("replay:{}", replay.display())])
+        .args(["--db", &dir.path().join("runs.db").display().to_string()])
+        .args(args)
+        .env_remove("CORRIGIBLE_API_KEY")
+        .env_remove("CORRIGIBLE_CONFIG")
+        .output()
+        .expect("the binary runs");
+    assert!(!output.status.success(), "{args:?} was served");
+    String::from_utf8_lossy(&output.stderr).into_owned()
+}
+
+#[test]
+fn refusals_come_before_any_serving_line() {
+    let dir = tempfile::tempdir().unwrap();
+    let exposed = refused(&["--addr", "0.0.0.0:0"], &dir);
+    assert!(exposed.contains("--insecure-no-auth"), "{exposed}");
+    let blank_key = refused(&["--addr", "127.0.0.1:0", "--api-key", "   "], &dir);
+    assert!(blank_key.contains("API key is empty"), "{blank_key}");
+    let blank_file = dir.path().join("blank.key");
+    std::fs::write(&blank_file, "\n").unwrap();
+    let from_file = refused(
+        &[
+            "--addr",
+            "127.0.0.1:0",
+            "--api-key-file",
+            &blank_file.display().to_string(),
+        ],
+        &dir,
+    );
+    assert!(from_file.contains("API key is empty"), "{from_file}");
+    for stderr in [exposed, blank_key, from_file] {
+        assert!(!stderr.contains("serving on"), "{stderr}");
+    }
+}
+
+#[tokio::test]
+async fn the_key_file_and_the_admission_flags_reach_the_server() {
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db").display().to_string();
+    let key_file = dir.path().join("api.key");
+    std::fs::write(&key_file, "s3cret-from-a-file\n").unwrap();
+    let mut server = Server::start(
+        &[
+            "--db",
+            &db,
+            "--api-key-file",
+            &key_file.display().to_string(),
+            "--max-runs",
+            "3",
+            "--max-queued-runs",
+            "5",
+            "--queue-timeout",
+            "2",
+            "--body-read-timeout",
+            "1",
+        ],
+        &dir,
+        Some("warn"),
+    );
+    let client = reqwest::Client::new();
+    let without = client
+        .post(server.url("/v1/runs"))
+        .json(&json!({"prompt": "6*7?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(without.status(), 401);
+    let with = client
+        .post(server.url("/v1/runs"))
+        .bearer_auth("s3cret-from-a-file")
+        .json(&json!({"prompt": "6*7?"}))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(with.status(), 200);
+    let health: Value = client
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(health["runs_queued"], 0);
+    // A body that stops after its first byte is answered 408 after the 1 s timeout.
+    let mut stream = TcpStream::connect(("127.0.0.1", server.port)).unwrap();
+    write!(
+        stream,
+        "POST /v1/runs HTTP/1.1\r\nHost: 127.0.0.1:{}\r\nauthorization: Bearer s3cret-from-a-file\r\ncontent-type: application/json\r\ncontent-length: 50\r\n\r\n{{",
+        server.port
+    )
+    .unwrap();
+    stream
+        .set_read_timeout(Some(Duration::from_secs(10)))
+        .unwrap();
+    let mut answer = String::new();
+    let _ = stream.read_to_string(&mut answer);
+    assert!(answer.starts_with("HTTP/1.1 408"), "{answer}");
+    let stderr = server.stop();
+    assert!(stderr.contains("serving on http://127.0.0.1:"), "{stderr}");
+}
