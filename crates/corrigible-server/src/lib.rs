@@ -58,7 +58,7 @@ pub use request::{RunLimits, RunPlan, RunRequest};
 pub use routes::router;
 pub use server::{ServerError, serve, serve_listener, serve_until, shutdown_signal};
 pub use state::AppState;
-pub use store::{RunStore, StoreError, open_store};
+pub use store::{RunStore, StoreError, StoreOptions, open_store, open_store_with};
 
 /// The OpenAPI document served at `/openapi.json`.
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");
