@@ -167,6 +167,9 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
     if args.max_connections == 0 {
         return Err(anyhow::anyhow!("--max-connections: must be at least 1").into());
     }
+    if args.db_pool_size == 0 {
+        return Err(anyhow::anyhow!("--db-pool-size: must be at least 1").into());
+    }
     if args.event_queue == 0 {
         return Err(anyhow::anyhow!("--event-queue: must be at least 1").into());
     }
@@ -186,7 +189,11 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         .unwrap_or_else(|| corrigible_server::DEFAULT_DB.to_string());
     let shared_breakers =
         args.shared_breakers || file.as_ref().is_some_and(|file| file.breaker.shared);
-    let store = corrigible_server::open_store(&db)
+    let store_options = corrigible_server::StoreOptions {
+        allow_plaintext: args.insecure_db_plaintext,
+        pool_size: args.db_pool_size,
+    };
+    let store = corrigible_server::open_store_with(&db, &store_options)
         .await
         .map_err(anyhow::Error::from)?;
     let (agent, model, _catalog) = build_agent(
