@@ -6,7 +6,8 @@
 //!   `GET /v1/runs/{id}/events`), `/healthz`, `/metrics`, `/openapi.json` and the dashboard
 //!   at `/`; [`serve`] binds it and shuts down gracefully on SIGTERM/SIGINT.
 //! - [`open_store`] opens the SQLite store (WAL, embedded migrations), or with the `postgres`
-//!   feature a Postgres store that several instances share, behind the [`RunStore`] trait. A
+//!   feature a Postgres store that several instances share, behind the [`RunStore`] trait
+//!   (over TLS to a host that is not loopback, unless [`StoreOptions`] allow clear text). A
 //!   run is stored when it starts, its events before any client sees them, its report when it
 //!   ends.
 //! - Without an API key the server listens only on loopback; it checks `Host` and `Origin`,
