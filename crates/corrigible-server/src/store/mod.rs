@@ -97,7 +97,8 @@ pub async fn open_store(url: &str) -> Result<Arc<dyn RunStore>, StoreError> {
     open_store_with(url, &StoreOptions::default()).await
 }
 
-/// [`open_store`] with `options`.
+/// [`open_store`] with `options` (which only a Postgres store uses).
+#[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
 pub async fn open_store_with(
     url: &str,
     options: &StoreOptions,
