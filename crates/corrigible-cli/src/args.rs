@@ -218,6 +218,14 @@ pub struct ServeArgs {
     /// `database_url` in the config file, else corrigible.db).
     #[arg(long)]
     pub db: Option<String>,
+    /// Connect to a Postgres database that is not on loopback without TLS (`sslmode=disable`,
+    /// or `prefer` falling back to clear text): its password and every run cross the network
+    /// readable by anyone on the path.
+    #[arg(long)]
+    pub insecure_db_plaintext: bool,
+    /// Postgres connections this instance keeps open at most.
+    #[arg(long, value_name = "N", default_value_t = corrigible_server::store::DEFAULT_POOL_SIZE)]
+    pub db_pool_size: u32,
     /// Require `Authorization: Bearer KEY` on the API. Prefer CORRIGIBLE_API_KEY or
     /// --api-key-file: a flag's value is visible to every local user in the process list.
     #[arg(long, env = "CORRIGIBLE_API_KEY", hide_env_values = true)]

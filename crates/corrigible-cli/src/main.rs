@@ -168,6 +168,7 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         ),
         ("--max-connections", args.max_connections),
         ("--max-runs", args.max_runs),
+        ("--db-pool-size", args.db_pool_size as usize),
         ("--event-queue", args.event_queue),
         ("--header-read-timeout", args.header_read_timeout as usize),
         ("--body-read-timeout", args.body_read_timeout as usize),
@@ -216,7 +217,11 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         .map_err(anyhow::Error::from)?;
     let shared_breakers =
         args.shared_breakers || file.as_ref().is_some_and(|file| file.breaker.shared);
-    let store = corrigible_server::open_store(&db)
+    let store_options = corrigible_server::StoreOptions {
+        allow_plaintext: args.insecure_db_plaintext,
+        pool_size: args.db_pool_size,
+    };
+    let store = corrigible_server::open_store_with(&db, &store_options)
         .await
         .map_err(anyhow::Error::from)?;
     let (agent, model, _catalog) = build_agent(

@@ -301,3 +301,50 @@ async fn the_key_file_and_the_admission_flags_reach_the_server() {
     let stderr = server.stop();
     assert!(stderr.contains("serving on http://127.0.0.1:"), "{stderr}");
 }
+
+/// `serve` with `args` that must fail before it listens: its exit code and stderr.
+fn serve_fails(args: &[&str]) -> (Option<i32>, String) {
+    let output = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args([
+            "serve",
+            "--addr",
+            "127.0.0.1:0",
+            "--model",
+            "replay:unused.jsonl",
+        ])
+        .args(args)
+        .env_remove("CORRIGIBLE_CONFIG")
+        .env_remove("PGSSLMODE")
+        .output()
+        .expect("the binary runs");
+    (
+        output.status.code(),
+        String::from_utf8_lossy(&output.stderr).into_owned(),
+    )
+}
+
+#[test]
+fn a_database_off_loopback_in_clear_text_needs_the_opt_in_flag() {
+    let db = "postgres://corrigible:secret@db.example.invalid:5432/corrigible?sslmode=disable";
+    let (code, stderr) = serve_fails(&["--db", db]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("refusing to connect to the database at db.example.invalid"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("--insecure-db-plaintext"), "{stderr}");
+    assert!(!stderr.contains("secret"), "{stderr}");
+
+    // With the flag the check passes, and connecting fails on the name.
+    let (code, stderr) = serve_fails(&["--db", db, "--insecure-db-plaintext"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(!stderr.contains("refusing"), "{stderr}");
+    assert!(stderr.contains("run store"), "{stderr}");
+
+    let (code, stderr) = serve_fails(&["--db", db, "--db-pool-size", "0"]);
+    assert_eq!(code, Some(2), "{stderr}");
+    assert!(
+        stderr.contains("--db-pool-size: must be at least 1"),
+        "{stderr}"
+    );
+}

@@ -6,7 +6,8 @@
 //!   `GET /v1/runs/{id}/events`), `/healthz`, `/metrics`, `/openapi.json` and the dashboard
 //!   at `/`; [`serve`] binds it and shuts down gracefully on SIGTERM/SIGINT.
 //! - [`open_store`] opens the SQLite store (WAL, embedded migrations), or with the `postgres`
-//!   feature a Postgres store that several instances share, behind the [`RunStore`] trait. A
+//!   feature a Postgres store that several instances share, behind the [`RunStore`] trait
+//!   (over TLS to a host that is not loopback, unless [`StoreOptions`] allow clear text). A
 //!   run is stored when it starts, its events before any client sees them, its report when it
 //!   ends.
 //! - Without an API key the server listens only on loopback; it checks `Host` and `Origin`,
@@ -65,7 +66,7 @@ pub use server::{
     ServerError, bind, check_config, serve, serve_listener, serve_until, shutdown_signal,
 };
 pub use state::AppState;
-pub use store::{RunStore, StoreError, open_store};
+pub use store::{RunStore, StoreError, StoreOptions, open_store, open_store_with};
 
 /// The OpenAPI document served at `/openapi.json`.
 pub const OPENAPI_JSON: &str = include_str!("openapi.json");

@@ -9,8 +9,11 @@
 mod batch;
 mod breakers;
 mod error;
+mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
+#[cfg(feature = "postgres")]
+mod postgres_tls;
 mod record;
 mod sqlite;
 mod totals;
@@ -22,6 +25,7 @@ use corrigible::policy::BreakerStore;
 
 pub use batch::Ending;
 pub use error::StoreError;
+pub use options::{DEFAULT_POOL_SIZE, StoreOptions};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
 pub use record::{NewRun, RunEnd, RunRecord, RunStatus, RunSummary, StoredEvent, now_ms};
@@ -83,15 +87,26 @@ pub trait RunStore: Send + Sync {
     fn breakers(&self) -> Arc<dyn BreakerStore>;
 }
 
-/// Opens the store at `url` and applies its migrations.
+/// Opens the store at `url` and applies its migrations, with the default [`StoreOptions`]
+/// (clear text to a Postgres host that is not loopback is refused).
 ///
-/// `url` is a Postgres URL (`postgres://user@host/db`), a SQLite URL (`sqlite:runs.db`,
-/// `sqlite::memory:`) or a plain file path (`corrigible.db`, created when missing).
+/// `url` is a Postgres URL (`postgres://user@host/db`, with libpq's `sslmode` and
+/// `sslrootcert`), a SQLite URL (`sqlite:runs.db`, `sqlite::memory:`) or a plain file path
+/// (`corrigible.db`, created when missing).
 pub async fn open_store(url: &str) -> Result<Arc<dyn RunStore>, StoreError> {
+    open_store_with(url, &StoreOptions::default()).await
+}
+
+/// [`open_store`] with `options` (which only a Postgres store uses).
+#[cfg_attr(not(feature = "postgres"), allow(unused_variables))]
+pub async fn open_store_with(
+    url: &str,
+    options: &StoreOptions,
+) -> Result<Arc<dyn RunStore>, StoreError> {
     let url = url.trim();
     if url.starts_with("postgres:") || url.starts_with("postgresql:") {
         #[cfg(feature = "postgres")]
-        return Ok(Arc::new(PostgresStore::open(url).await?));
+        return Ok(Arc::new(PostgresStore::open_with(url, options).await?));
         #[cfg(not(feature = "postgres"))]
         return Err(StoreError::Unsupported(
             "postgres: this build lacks the `postgres` feature of corrigible-server".into(),

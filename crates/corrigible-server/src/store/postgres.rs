@@ -10,9 +10,10 @@ use sqlx::Row;
 use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions, PgRow};
 
 use super::batch::{FailedRow, FinishedRow, split};
+use super::postgres_tls::secure;
 use super::{
-    Ending, NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoredEvent,
-    Totals, now_ms,
+    Ending, NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreOptions,
+    StoredEvent, Totals, now_ms,
 };
 
 /// Columns of a run summary, in the order [`summary`] reads them.
@@ -23,9 +24,6 @@ const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, mode
 /// The database's clock in unix milliseconds.
 pub(super) const DB_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
 
-/// Connections per instance.
-const POOL_SIZE: u32 = 16;
-
 /// A [`RunStore`] in a Postgres database.
 #[derive(Debug, Clone)]
 pub struct PostgresStore {
@@ -34,13 +32,33 @@ pub struct PostgresStore {
 
 impl PostgresStore {
     /// Connects to `url` (`postgres://user:password@host:port/database`) and applies the
-    /// embedded migrations (concurrent instances take turns through sqlx's migration lock).
+    /// embedded migrations (concurrent instances take turns through sqlx's migration lock),
+    /// with the default [`StoreOptions`].
     pub async fn open(url: &str) -> Result<Self, StoreError> {
+        Self::open_with(url, &StoreOptions::default()).await
+    }
+
+    /// [`PostgresStore::open`] with `options`. Clear text to a host that is not loopback is
+    /// refused unless `options.allow_plaintext`; `sslmode=prefer` is raised to `require`
+    /// for such a host.
+    pub async fn open_with(url: &str, options: &StoreOptions) -> Result<Self, StoreError> {
+        let secured = secure(url, options.allow_plaintext)?;
+        let host = secured.options.get_host().to_string();
+        if secured.raised {
+            tracing::info!(
+                host,
+                "sslmode=prefer raised to require: the database is not on loopback"
+            );
+        }
         let pool = PgPoolOptions::new()
-            .max_connections(POOL_SIZE)
+            .max_connections(options.pool_size.max(1))
             .acquire_timeout(Duration::from_secs(10))
-            .connect(url)
-            .await?;
+            .connect_with(secured.options)
+            .await
+            .map_err(|error| match error {
+                sqlx::Error::Tls(_) if secured.raised => StoreError::TlsRequired { host, error },
+                error => StoreError::Database(error),
+            })?;
         sqlx::migrate!("./migrations/postgres").run(&pool).await?;
         Ok(Self { pool })
     }
