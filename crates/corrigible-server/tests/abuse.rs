@@ -18,6 +18,9 @@ use serde_json::{Value, json};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 
+/// The attacks take turns, so that each measures the server under its own attack alone.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 fn full() -> bool {
     std::env::var("CORRIGIBLE_ABUSE").is_ok_and(|v| v == "full")
 }
@@ -95,6 +98,7 @@ async fn let_go(stream: TcpStream, how: Abort) {
 
 #[tokio::test]
 async fn aborted_posts_strand_no_run() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let mut options = Options::replay(&slow_model(30));
     options.deadline = Duration::from_secs(30);
     let server = TestServer::start(options).await;
@@ -169,6 +173,7 @@ async fn answer_within(stream: &mut TcpStream, limit: Duration) -> Option<String
 
 #[tokio::test]
 async fn slow_and_stalled_bodies_are_cut_off() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let mut options = Options::replay(SIMPLE);
     options.configure = |c| {
         c.body_read_timeout = Duration::from_millis(800);
@@ -246,6 +251,7 @@ async fn slow_and_stalled_bodies_are_cut_off() {
 
 #[tokio::test]
 async fn held_connections_do_not_keep_others_out() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let mut options = Options::replay(SIMPLE);
     options.configure = |c| {
         c.max_connections = 16;
@@ -322,6 +328,7 @@ const FLOODERS: usize = 128;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_flood_of_runs_is_bounded_and_runs_finish_at_the_models_rate() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let (call_ms, flood) = if full() {
         (300, Duration::from_secs(10))
     } else {
