@@ -456,6 +456,20 @@ async fn a_blank_api_key_is_refused() {
 #[derive(Clone, Default)]
 struct Captured(Arc<Mutex<Vec<u8>>>);
 
+impl Captured {
+    /// Captures this thread's `INFO` logs until the guard is dropped.
+    fn install() -> (Self, tracing::subscriber::DefaultGuard) {
+        let captured = Self::default();
+        let writer = captured.clone();
+        let subscriber = tracing_subscriber::fmt()
+            .with_writer(move || writer.clone())
+            .with_ansi(false)
+            .with_max_level(tracing::Level::INFO)
+            .finish();
+        (captured, tracing::subscriber::set_default(subscriber))
+    }
+}
+
 impl Write for Captured {
     fn write(&mut self, buf: &[u8]) -> std::io::Result<usize> {
         self.0.lock().unwrap().extend_from_slice(buf);
@@ -469,14 +483,7 @@ impl Write for Captured {
 
 #[tokio::test]
 async fn each_request_logs_one_line_with_its_run_id() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::install();
     let server = TestServer::start(Options::replay(SIMPLE)).await;
     let report: Value = server
         .post_run(&json!({"prompt": "6*7?"}))
@@ -523,14 +530,7 @@ async fn each_request_logs_one_line_with_its_run_id() {
 
 #[tokio::test]
 async fn a_server_failure_shows_the_client_an_id_and_the_log_the_cause() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::install();
     let server = TestServer::start(Options::replay(SIMPLE)).await;
     // Break the store under the server: its table is gone.
     let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", server.db))
@@ -574,14 +574,7 @@ async fn a_server_failure_shows_the_client_an_id_and_the_log_the_cause() {
 
 #[tokio::test]
 async fn a_request_the_client_abandons_is_logged() {
-    let captured = Captured::default();
-    let writer = captured.clone();
-    let subscriber = tracing_subscriber::fmt()
-        .with_writer(move || writer.clone())
-        .with_ansi(false)
-        .with_max_level(tracing::Level::INFO)
-        .finish();
-    let _guard = tracing::subscriber::set_default(subscriber);
+    let (captured, _guard) = Captured::install();
     let server = TestServer::start(Options::replay(&slow(300))).await;
     let addr = server.base.trim_start_matches("http://").to_string();
     let body = json!({"prompt": "wait"}).to_string();
