@@ -20,6 +20,7 @@ pub struct McpTool {
     description: String,
     schema: Value,
     idempotent: bool,
+    read_only: bool,
 }
 
 impl McpTool {
@@ -39,6 +40,10 @@ impl McpTool {
             description,
             schema: Value::Object((*declared.input_schema).clone()),
             idempotent: idempotent(declared.annotations.as_ref()),
+            read_only: declared
+                .annotations
+                .as_ref()
+                .is_some_and(|a| a.read_only_hint == Some(true)),
         }
     }
 
@@ -81,6 +86,10 @@ impl Tool for McpTool {
 
     fn idempotent(&self) -> bool {
         self.idempotent
+    }
+
+    fn read_only(&self) -> bool {
+        self.read_only
     }
 
     async fn call(&self, input: Value, _ctx: &ToolContext) -> ToolOutcome {

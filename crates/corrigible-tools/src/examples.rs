@@ -24,6 +24,7 @@ fn calculator() -> WorkedExample {
             ),
         }],
         answer: "1234 divided by 8 is 154.25.".into(),
+        satisfied: true,
         thought: Some("The calculator says 1234 / 8 = 154.25.".into()),
     }
 }
@@ -41,6 +42,7 @@ fn word_problem() -> WorkedExample {
             thought: Some("The shop gets 7 crates of 12 bottles: 7 * 12 = 84 bottles. It sells 30 of them, so 84 - 30 = 54 bottles are left. The calculator checks the whole: 7 * 12 - 30.".into()),
         }],
         answer: "54 bottles are left.".into(),
+        satisfied: true,
         thought: Some("The calculator says 7 * 12 - 30 = 54, the bottles left, which is what the question asks.".into()),
     }
 }
@@ -56,6 +58,7 @@ fn time() -> WorkedExample {
             thought: Some("The current time in Ulaanbaatar comes from the time tool.".into()),
         }],
         answer: "It is 08:15 in Ulaanbaatar.".into(),
+        satisfied: true,
         thought: Some("The time tool says it is 08:15 in Ulaanbaatar.".into()),
     }
 }
@@ -71,6 +74,7 @@ fn weather() -> WorkedExample {
             thought: Some("The weather in Valparaiso comes from the weather tool.".into()),
         }],
         answer: "In Valparaíso it is 17.2 °C and partly cloudy, with wind at 21 km/h.".into(),
+        satisfied: true,
         thought: Some("The weather tool says 17.2 °C, partly cloudy, wind 21 km/h.".into()),
     }
 }
@@ -80,6 +84,7 @@ fn direct() -> WorkedExample {
         request: "Say thank you in Portuguese.".into(),
         steps: Vec::new(),
         answer: "Obrigado (or Obrigada).".into(),
+        satisfied: true,
         thought: Some("This needs no tool: thank you in Portuguese is obrigado.".into()),
     }
 }

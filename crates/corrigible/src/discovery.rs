@@ -160,6 +160,10 @@ impl Tool for DescribeTool {
         DESCRIBE_TOOL
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> &str {
         "Returns a tool's full description and input schema; call it before using a tool."
     }

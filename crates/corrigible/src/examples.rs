@@ -25,6 +25,9 @@ pub struct WorkedExample {
     pub steps: Vec<ExampleStep>,
     /// The final answer.
     pub answer: String,
+    /// Whether the answer fulfils the request; `false` shows an honest refusal.
+    #[serde(default = "fulfilled", skip_serializing_if = "is_fulfilled")]
+    pub satisfied: bool,
     /// The thought before the final answer, shown to a model that thinks before deciding.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub thought: Option<String>,
@@ -85,7 +88,7 @@ impl WorkedExample {
             }
         }
         let answer = Decision::Final(Final {
-            satisfied: true,
+            satisfied: self.satisfied,
             summary: self.answer.clone(),
             call_id: None,
         });
@@ -93,7 +96,8 @@ impl WorkedExample {
             Protocol::Json => messages.push(reply(answer.to_json().to_string(), &self.thought)),
             Protocol::Native => {
                 let id = format!("example_{}_final", index + 1);
-                let input = serde_json::json!({"satisfied": true, "final_summary": self.answer});
+                let input =
+                    serde_json::json!({"satisfied": self.satisfied, "final_summary": self.answer});
                 messages.push(call(&id, FINAL_ANSWER, &input));
                 messages.push(Message::tool_result(
                     id,
@@ -106,6 +110,14 @@ impl WorkedExample {
         }
         messages
     }
+}
+
+fn fulfilled() -> bool {
+    true
+}
+
+fn is_fulfilled(satisfied: &bool) -> bool {
+    *satisfied
 }
 
 fn reply(text: String, thought: &Option<String>) -> Message {
@@ -153,6 +165,7 @@ mod tests {
                 thought: Some("1234 / 4 is arithmetic.".into()),
             }],
             answer: "1234 / 4 = 308.5".into(),
+            satisfied: true,
             thought: None,
         }
     }
@@ -188,6 +201,7 @@ mod tests {
             request: "Say hello in French.".into(),
             steps: Vec::new(),
             answer: "Bonjour !".into(),
+            satisfied: true,
             thought: None,
         };
         let m = example_messages(&[with_tool(), direct], Protocol::Native);

@@ -396,6 +396,105 @@ async fn ungrounded_final_is_corrected() {
 }
 
 #[tokio::test]
+async fn a_claimed_action_with_no_tool_able_to_act_is_corrected_to_an_honest_refusal() {
+    let model = Arc::new(Scripted::texts(&[
+        &final_answer(
+            true,
+            "I have sent an email to your boss saying you are sick today.",
+        ),
+        &final_answer(false, "I cannot send emails here: no tool sends mail."),
+    ]));
+    let report = agent(model.clone())
+        .policy(Policy::default())
+        .build()
+        .unwrap()
+        .run("Send an email to my boss saying I am sick today.")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(
+        (c.category, c.step, c.corrected),
+        (Category::ClaimedAction, 1, true)
+    );
+    assert!(c.error.contains("`i have sent`"), "{}", c.error);
+    assert!(c.error.contains("no tool ran"), "{}", c.error);
+    assert!(
+        c.error.contains("no available tool can send"),
+        "{}",
+        c.error
+    );
+    assert!(!report.satisfied);
+    assert!(report.steps.is_empty());
+}
+
+#[tokio::test]
+async fn a_claimed_action_is_never_accepted_once_the_corrections_are_spent() {
+    let claim = final_answer(true, "The lights in your living room have been turned off.");
+    let model = Arc::new(Scripted::texts(&[&claim, &claim, &claim, &claim, &claim]));
+    let report = agent(model)
+        .policy(Policy::default())
+        .build()
+        .unwrap()
+        .run("Turn off the lights in my living room.")
+        .await
+        .unwrap();
+    assert!(!report.satisfied);
+    assert_ne!(report.stop_reason, StopReason::Final);
+    assert!(
+        report
+            .corrections
+            .iter()
+            .all(|c| c.category == Category::ClaimedAction && !c.corrected)
+    );
+}
+
+#[tokio::test]
+async fn a_claimed_action_after_a_read_only_tool_names_the_tools_that_ran() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("calculator", json!({"expression": "2*(3+4)"})),
+        &final_answer(true, "It is 14. I've paid the bill of 14 dollars."),
+        &final_answer(true, "It is 14."),
+    ]));
+    let report = agent(model)
+        .policy(Policy::default())
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)? Then pay my bill with it.")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(c.category, Category::ClaimedAction);
+    assert!(
+        c.error
+            .contains("the tools that ran (calculator) only look things up"),
+        "{}",
+        c.error
+    );
+    assert!(report.satisfied);
+}
+
+#[tokio::test]
+async fn a_claimed_action_after_a_tool_able_to_act_is_accepted() {
+    let mailer = Arc::new(Flaky::new("send_email", 0));
+    let model = Arc::new(Scripted::texts(&[
+        &action("send_email", json!({"q": "boss: sick today"})),
+        &final_answer(
+            true,
+            "I have sent an email to your boss saying you are sick today.",
+        ),
+    ]));
+    let report = Agent::builder_shared(model)
+        .tool(mailer)
+        .build()
+        .unwrap()
+        .run("Send an email to my boss saying I am sick today.")
+        .await
+        .unwrap();
+    assert!(report.satisfied, "{:?}", report.corrections);
+    assert!(report.corrections.is_empty());
+}
+
+#[tokio::test]
 async fn an_answer_that_states_no_tool_result_is_corrected() {
     let model = Arc::new(Scripted::texts(&[
         &action("calculator", json!({"expression": "2*(3+4)"})),

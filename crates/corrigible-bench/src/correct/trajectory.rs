@@ -7,9 +7,9 @@ use crate::bfcl::FunctionDef;
 use crate::error::BenchError;
 
 /// The built-in corpus files: correct work (hand-written, GSM8K solutions, BFCL ground truth)
-/// and real mistakes of the embedded models (wrong answers of bench runs, and slips in a
-/// thought before the answer).
-const BUILTIN: [(&str, &str); 5] = [
+/// and mistakes: real ones of the embedded models (wrong answers of bench runs, and slips in a
+/// thought before the answer), and hand-written claims of actions no tool carried out.
+const BUILTIN: [(&str, &str); 6] = [
     (
         "hand.jsonl",
         include_str!("../../../../bench/data/correct/hand.jsonl"),
@@ -25,6 +25,10 @@ const BUILTIN: [(&str, &str); 5] = [
     (
         "mistakes.jsonl",
         include_str!("../../../../bench/data/correct/mistakes.jsonl"),
+    ),
+    (
+        "claims.jsonl",
+        include_str!("../../../../bench/data/correct/claims.jsonl"),
     ),
     (
         "slips.jsonl",

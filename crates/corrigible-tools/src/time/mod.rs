@@ -92,6 +92,10 @@ impl TypedTool for TimeTool {
         TIME
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> &str {
         "Returns the current local time in a city or an IANA time zone (e.g. Mumbai, \
          New York, Europe/London, UTC) as ISO 8601 with the UTC offset."

@@ -197,6 +197,10 @@ impl TypedTool for WeatherTool {
         WEATHER
     }
 
+    fn read_only(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> &str {
         "Returns the current weather in a city: temperature (°C), wind speed (km/h) and \
          conditions. Give the city name only, e.g. Delhi or New York."

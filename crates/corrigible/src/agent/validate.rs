@@ -4,6 +4,7 @@ use crate::correction::fingerprint::fingerprint;
 use crate::correction::rejection::{Category, Rejection};
 use crate::decision::Decision;
 use crate::discovery::{closest, shortened_schema};
+use crate::evidence::claimed_action::{ClaimKind, claimed_actions};
 use crate::evidence::grounding::Evidence;
 
 /// Most tool names an `unknown_tool` correction lists in full.
@@ -86,6 +87,12 @@ impl Run<'_> {
                          and say what failed",
                     ));
                 }
+                if answer.satisfied
+                    && self.policy.checks.claimed_action
+                    && let Some(message) = self.unsupported_claim(&answer.summary)
+                {
+                    return Err(Rejection::new(Category::ClaimedAction, message));
+                }
                 if answer.satisfied && self.policy.checks.wrong_arithmetic {
                     let slips = slips(&answer.summary, reasoning);
                     if !slips.is_empty() {
@@ -140,6 +147,45 @@ impl Run<'_> {
             "this exact call already succeeded in this run and returned {}; use that result: \
              make a different call, or give the final answer with the values it returned",
             shown(&done.output)
+        ))
+    }
+
+    /// Why `summary` claims an action that no tool of the run carried out: a first-person claim
+    /// needs a successful call of a tool that is not read-only; a passive one (`has been
+    /// sent`), which a lookup can report, needs any successful call.
+    fn unsupported_claim(&self, summary: &str) -> Option<String> {
+        let results = &self.state.results;
+        if results.iter().any(|s| !self.tools.read_only(&s.tool)) {
+            return None;
+        }
+        let claim = claimed_actions(summary, &self.request)
+            .into_iter()
+            .find(|c| c.kind == ClaimKind::FirstPerson || results.is_empty())?;
+        let mut ran: Vec<&str> = results.iter().map(|s| s.tool.as_str()).collect();
+        ran.dedup();
+        let done = if ran.is_empty() {
+            "no tool ran in this run, so nothing was done".to_string()
+        } else {
+            format!(
+                "the tools that ran ({}) only look things up or compute, so nothing was done",
+                ran.join(", ")
+            )
+        };
+        let names = self.tools.names();
+        let next = if names.iter().all(|name| self.tools.read_only(name)) {
+            format!(
+                "no available tool can {}: answer with satisfied false and say plainly that                  this cannot be done here, and why",
+                claim.verb
+            )
+        } else {
+            format!(
+                "call the tool that does it, or, if no tool can {}, answer with satisfied false                  and say plainly that it was not done",
+                claim.verb
+            )
+        };
+        Some(format!(
+            "the answer says `{}`, but {done}; {next}",
+            claim.phrase
         ))
     }
 

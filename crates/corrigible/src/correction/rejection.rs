@@ -25,6 +25,9 @@ pub enum Category {
     RepeatedAction,
     /// `satisfied: true` while every executed tool failed.
     UngroundedFinal,
+    /// `satisfied: true` with an answer that says an action was carried out ("I have sent the
+    /// email") while no tool able to act succeeded in the run.
+    ClaimedAction,
     /// `satisfied: true` with an answer that rests on a wrong calculation: one the answer
     /// states (`5 * 3 = 16`), or one of the reasoning before it whose result the answer uses.
     WrongArithmetic,
@@ -52,7 +55,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 17] = [
+    pub const ALL: [Category; 18] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
@@ -61,6 +64,7 @@ impl Category {
         Category::RepeatedFailedAction,
         Category::RepeatedAction,
         Category::UngroundedFinal,
+        Category::ClaimedAction,
         Category::WrongArithmetic,
         Category::UnstatedResult,
         Category::UngroundedArgument,
@@ -83,6 +87,7 @@ impl Category {
             Category::RepeatedFailedAction => "repeated_failed_action",
             Category::RepeatedAction => "repeated_action",
             Category::UngroundedFinal => "ungrounded_final",
+            Category::ClaimedAction => "claimed_action",
             Category::WrongArithmetic => "wrong_arithmetic",
             Category::UnstatedResult => "unstated_result",
             Category::UngroundedArgument => "ungrounded_argument",
@@ -107,6 +112,7 @@ impl Category {
                 | Category::RepeatedFailedAction
                 | Category::RepeatedAction
                 | Category::UngroundedFinal
+                | Category::ClaimedAction
                 | Category::WrongArithmetic
                 | Category::UnstatedResult
                 | Category::UngroundedArgument

@@ -2,6 +2,7 @@
 //! the request asked about, whether a final answer is grounded in tool results, and where a
 //! tool argument's value came from. English-text heuristics, each measured on the corpus.
 
+pub mod claimed_action;
 pub mod coverage;
 pub mod grounding;
 pub mod implied;

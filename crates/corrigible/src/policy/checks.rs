@@ -14,6 +14,9 @@ use crate::evidence::grounding::Grounding;
 pub struct Checks {
     /// `ungrounded_final`: a satisfied answer after tool calls that all failed.
     pub ungrounded_final: bool,
+    /// `claimed_action`: a satisfied answer that says an action was carried out ("I have sent
+    /// the email", "the lights have been turned off") while no tool able to act succeeded.
+    pub claimed_action: bool,
     /// `wrong_arithmetic`: a satisfied answer resting on a calculation that does not hold,
     /// stated in the answer or in the reasoning before it (`20 + 80 + 160 = 460`).
     pub wrong_arithmetic: bool,
@@ -35,6 +38,7 @@ impl Checks {
     /// The rules that reject no correct trajectory of the corpus: the default.
     pub const PRECISE: Checks = Checks {
         ungrounded_final: true,
+        claimed_action: true,
         wrong_arithmetic: true,
         ungrounded_argument: false,
         unstated_result: false,
@@ -46,6 +50,7 @@ impl Checks {
     /// replies (see the bench's per-rule table).
     pub const STRICT: Checks = Checks {
         ungrounded_final: true,
+        claimed_action: true,
         wrong_arithmetic: true,
         ungrounded_argument: true,
         unstated_result: true,
@@ -56,6 +61,7 @@ impl Checks {
     /// No evidence rule: only the contract is checked.
     pub const NONE: Checks = Checks {
         ungrounded_final: false,
+        claimed_action: false,
         wrong_arithmetic: false,
         ungrounded_argument: false,
         unstated_result: false,
@@ -64,9 +70,10 @@ impl Checks {
     };
 
     /// Each rule's name (its rejection category) and whether it is on, in contract order.
-    pub fn rules(&self) -> [(&'static str, bool); 6] {
+    pub fn rules(&self) -> [(&'static str, bool); 7] {
         [
             ("ungrounded_final", self.ungrounded_final),
+            ("claimed_action", self.claimed_action),
             ("wrong_arithmetic", self.wrong_arithmetic),
             ("ungrounded_argument", self.ungrounded_argument),
             ("unstated_result", self.unstated_result),
@@ -89,6 +96,7 @@ impl Checks {
         let mut checks = Checks::NONE;
         let slot = match rule {
             "ungrounded_final" => &mut checks.ungrounded_final,
+            "claimed_action" => &mut checks.claimed_action,
             "wrong_arithmetic" => &mut checks.wrong_arithmetic,
             "ungrounded_argument" => &mut checks.ungrounded_argument,
             "unstated_result" => &mut checks.unstated_result,

@@ -53,6 +53,13 @@ pub trait Tool: Send + Sync {
         true
     }
 
+    /// Whether it only looks something up or computes, and changes nothing outside the run.
+    /// An answer that claims an action ("I have sent the email") needs a successful call of a
+    /// tool that is not read-only; by default a tool may act.
+    fn read_only(&self) -> bool {
+        false
+    }
+
     /// Whether calling it again with the same input in one run can return something new (a
     /// job's status, a queue's next item). Otherwise an identical call after a success is
     /// rejected as `repeated_action`: its result is already in the conversation.
@@ -88,6 +95,10 @@ impl<T: Tool + ?Sized> Tool for std::sync::Arc<T> {
 
     fn repeatable(&self) -> bool {
         (**self).repeatable()
+    }
+
+    fn read_only(&self) -> bool {
+        (**self).read_only()
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {

@@ -104,6 +104,11 @@ impl ToolRegistry {
         self.entry(name).is_some_and(|e| e.tool.repeatable())
     }
 
+    /// Whether `name` declares that it only reads; an unknown name is not read-only.
+    pub fn read_only(&self, name: &str) -> bool {
+        self.entry(name).is_some_and(|e| e.tool.read_only())
+    }
+
     /// Whether `name` declares itself idempotent (safe to run again with the same input).
     pub fn idempotent(&self, name: &str) -> bool {
         self.entry(name).is_some_and(|e| e.tool.idempotent())

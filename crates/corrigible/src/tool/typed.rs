@@ -28,6 +28,11 @@ pub trait TypedTool: Send + Sync + 'static {
         Vec::new()
     }
 
+    /// Whether it only looks something up or computes (see [`Tool::read_only`]).
+    fn read_only(&self) -> bool {
+        false
+    }
+
     /// Whether the same call can return something new later in one run (see
     /// [`Tool::repeatable`]).
     fn repeatable(&self) -> bool {
@@ -66,6 +71,10 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn repeatable(&self) -> bool {
         self.0.repeatable()
+    }
+
+    fn read_only(&self) -> bool {
+        self.0.read_only()
     }
 
     fn grounded_arguments(&self) -> Vec<GroundedArgument> {

@@ -115,6 +115,9 @@ impl Tool for Calc {
     fn input_schema(&self) -> Value {
         json!({"type": "object", "properties": {"expression": {"type": "string"}}, "required": ["expression"], "additionalProperties": false})
     }
+    fn read_only(&self) -> bool {
+        true
+    }
     async fn call(&self, input: Value, _ctx: &ToolContext) -> ToolOutcome {
         self.calls.fetch_add(1, Ordering::SeqCst);
         match input["expression"].as_str() {
