@@ -48,6 +48,10 @@ pub struct ToolsTask {
     /// fulfilled (an unknown place), which passes with an honest unsatisfied answer.
     #[serde(default = "yes")]
     pub satisfied: bool,
+    /// Whether no tool serves the request: a question answered from knowledge, or a request
+    /// that nothing here can carry out. Any tool call then fails the task.
+    #[serde(default)]
+    pub no_tool: bool,
 }
 
 fn one() -> u32 {
@@ -125,11 +129,19 @@ impl ToolsEnv {
 
 impl ToolsTask {
     /// Passes when the run ends with an accepted, satisfied final answer containing an
-    /// accepted result (or, for a request that cannot be fulfilled, an unsatisfied one), and (for `time` and `weather`) the tool answered for each expected
-    /// zone or city.
+    /// accepted result (or, for a request that cannot be fulfilled, an unsatisfied one), with
+    /// no tool call where no tool serves the request, and (for `time` and `weather`) the tool
+    /// answered for each expected zone or city.
     pub fn grade(&self, report: &RunReport) -> Grade {
         if report.stop_reason != StopReason::Final {
             return Grade::fail(format!("no final answer ({})", report.stop_reason.as_str()));
+        }
+        if self.no_tool && !report.steps.is_empty() {
+            let tools: Vec<&str> = report.steps.iter().map(|s| s.tool.as_str()).collect();
+            return Grade::fail(format!(
+                "no tool serves this request, but it called {}",
+                tools.join(", ")
+            ));
         }
         if !self.satisfied {
             return if report.satisfied {
