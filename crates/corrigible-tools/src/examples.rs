@@ -89,6 +89,32 @@ fn direct() -> WorkedExample {
     }
 }
 
+/// A question of general knowledge, answered from what the model knows.
+fn knowledge() -> WorkedExample {
+    WorkedExample {
+        request: "Who invented the telephone?".into(),
+        steps: Vec::new(),
+        answer: "Alexander Graham Bell is credited with inventing the telephone, in 1876.".into(),
+        satisfied: true,
+        thought: Some("This needs no tool: it is general knowledge.".into()),
+    }
+}
+
+/// A request that no tool can carry out, declined plainly: the agent acts only through tools.
+fn unable() -> WorkedExample {
+    WorkedExample {
+        request: "Renew my library books.".into(),
+        steps: Vec::new(),
+        answer: "I can't renew library books: none of my tools can reach your library account. \
+                 You can renew them on the library's website or at its desk."
+            .into(),
+        satisfied: false,
+        thought: Some(
+            "No tool here reaches a library account, so this cannot be done here.".into(),
+        ),
+    }
+}
+
 /// The default worked examples for an agent with the tools named `tools`: one answered
 /// directly, then one for each of time, weather and calculator among them, in that order, and
 /// a word problem when the calculator is the only built-in tool. With the other tools offered
@@ -98,7 +124,7 @@ fn direct() -> WorkedExample {
 /// to call a tool (measured on BFCL: every task answered without a call).
 pub fn builtin_examples<S: AsRef<str>>(tools: &[S]) -> Vec<WorkedExample> {
     let has = |name: &str| tools.iter().any(|t| t.as_ref() == name);
-    let mut examples = vec![direct()];
+    let mut examples = vec![direct(), unable(), knowledge()];
     if has(TIME) {
         examples.push(time());
     }
@@ -111,7 +137,7 @@ pub fn builtin_examples<S: AsRef<str>>(tools: &[S]) -> Vec<WorkedExample> {
             examples.push(word_problem());
         }
     }
-    if examples.len() == 1 {
+    if examples.len() == 3 {
         examples.clear();
     }
     examples
@@ -126,20 +152,27 @@ mod tests {
     fn a_direct_answer_then_one_example_per_tool() {
         let all = builtin_examples(&[CALCULATOR, TIME, WEATHER]);
         let tools: Vec<Vec<&str>> = all.iter().map(|e| e.tools().collect()).collect();
-        assert_eq!(tools, [vec![], vec![TIME], vec![WEATHER], vec![CALCULATOR]]);
+        assert_eq!(
+            tools,
+            [vec![], vec![], vec![], vec![TIME], vec![WEATHER], vec![CALCULATOR]]
+        );
+        assert!(!all[1].satisfied, "the second example declines");
         let calculator_only = builtin_examples(&[CALCULATOR]);
         let tools: Vec<Vec<&str>> = calculator_only
             .iter()
             .map(|e| e.tools().collect())
             .collect();
-        assert_eq!(tools, [vec![], vec![CALCULATOR], vec![CALCULATOR]]);
         assert_eq!(
-            calculator_only[2].steps[0].input["expression"],
+            tools,
+            [vec![], vec![], vec![], vec![CALCULATOR], vec![CALCULATOR]]
+        );
+        assert_eq!(
+            calculator_only[4].steps[0].input["expression"],
             "7 * 12 - 30"
         );
         let weather_only = builtin_examples(&[WEATHER]);
-        assert_eq!(weather_only.len(), 2);
-        assert_eq!(weather_only[1].tools().collect::<Vec<_>>(), [WEATHER]);
+        assert_eq!(weather_only.len(), 4);
+        assert_eq!(weather_only[3].tools().collect::<Vec<_>>(), [WEATHER]);
         assert!(builtin_examples::<&str>(&[]).is_empty());
         assert!(builtin_examples(&["math_factorial"]).is_empty());
     }

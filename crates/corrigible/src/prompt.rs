@@ -11,10 +11,12 @@ use crate::model::{Protocol, ToolSpec};
 /// `name`, `description`, `schema` as JSON text or none), `brief` (the short catalog of tool
 /// discovery: one line per tool, schemas through `describe_tool`), `output_schema` (JSON text
 /// or none) and `think` (whether the model reasons in free text before its JSON decision).
-pub const DEFAULT_SYSTEM_TEMPLATE: &str = r#"You are a careful agent. Answer the user's request, calling a tool when one helps.
+pub const DEFAULT_SYSTEM_TEMPLATE: &str = r#"You are a careful agent. Answer the user's request.
+Call a tool only when the request needs what that tool does. A question that no tool serves is answered directly from what you know, with no tool call.
+You act only through tools. When the request asks for something that no tool can do (send a message, book, buy, change a device or a file, read the user's own data), never say that it was done: answer with satisfied false and say plainly that it cannot be done here, and why.
 {%- if protocol == "json" %}
 {%- if think %}
-First think step by step in plain sentences: what the request asks for, and how to get it from the numbers in the request and the tool results. Write each calculation with its result, such as `7 * 12 = 84`: a calculator checks every one. Then write exactly one JSON object on its own line, in one of two shapes:
+First think step by step in plain sentences: what the request asks for, whether a tool serves it at all, and how to get the answer from the numbers in the request and the tool results. Write each calculation with its result, such as `7 * 12 = 84`: a calculator checks every one. Then write exactly one JSON object on its own line, in one of two shapes:
 {%- else %}
 Reply with exactly one JSON object and nothing else, in one of two shapes:
 {%- endif %}
