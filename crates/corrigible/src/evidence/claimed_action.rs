@@ -284,10 +284,16 @@ fn passive(tokens: &[String], i: usize) -> Option<ClaimedAction> {
 fn status(tokens: &[String]) -> Option<ClaimedAction> {
     let at = (1..=MAX_SUBJECT_WORDS.min(tokens.len().saturating_sub(1)))
         .find(|&k| is_participle(&tokens[k]))?;
-    if tokens[..at]
-        .iter()
-        .any(|w| PRONOUNS.contains(&w.as_str()) || FINITE.contains(&w.as_str()) || is_participle(w))
-    {
+    if tokens[..at].iter().any(|w| {
+        PRONOUNS.contains(&w.as_str())
+            || FINITE.contains(&w.as_str())
+            || QUANTITIES.contains(&w.as_str())
+            || is_participle(w)
+    }) || !STATUS_VERBS.iter().any(|v| {
+        VERBS
+            .iter()
+            .any(|verb| verb.base == *v && verb.forms.contains(&tokens[at].as_str()))
+    }) {
         return None;
     }
     let (verb, end) = verb_at(tokens, at, 0)?;
@@ -311,6 +317,44 @@ fn status(tokens: &[String]) -> Option<ClaimedAction> {
     })
 }
 
+/// Nouns that make a status line a quantity (`Total paid: $120`, `Amount saved: $20`).
+const QUANTITIES: &[&str] = &[
+    "total", "amount", "money", "sum", "cost", "price", "savings", "time", "number", "distance",
+];
+/// The verbs a status line may claim; paying and buying are left out, since `Total paid` and
+/// `Items bought` are the words of arithmetic.
+const STATUS_VERBS: &[&str] = &[
+    "send",
+    "email",
+    "text",
+    "message",
+    "forward",
+    "book",
+    "reserve",
+    "order",
+    "place",
+    "schedule",
+    "reschedule",
+    "cancel",
+    "delete",
+    "turn",
+    "switch",
+    "lock",
+    "unlock",
+    "post",
+    "publish",
+    "submit",
+    "save",
+    "set",
+    "create",
+    "add",
+    "share",
+    "upload",
+    "install",
+    "subscribe",
+    "unsubscribe",
+    "transfer",
+];
 /// Most words before the participle of a status line.
 const MAX_SUBJECT_WORDS: usize = 3;
 /// The words a status line's tail may open with: a place, a time, a recipient, or a confirmation.
@@ -515,6 +559,9 @@ mod tests {
             "Letters sent to Santa go to the North Pole.",
             "Emails sent to spam are deleted after 30 days.",
             "Tickets booked early cost less.",
+            "Total paid: $120.",
+            "Amount saved: $20.",
+            "Items bought: 3 apples and 2 pears.",
             "Result: 154.25, computed with the calculator.",
         ] {
             assert!(verbs(answer, "A question.").is_empty(), "{answer}");
