@@ -289,26 +289,21 @@ fn status(tokens: &[String]) -> Option<ClaimedAction> {
             || FINITE.contains(&w.as_str())
             || QUANTITIES.contains(&w.as_str())
             || is_participle(w)
-    }) || !STATUS_VERBS.iter().any(|v| {
-        VERBS
-            .iter()
-            .any(|verb| verb.base == *v && verb.forms.contains(&tokens[at].as_str()))
     }) {
         return None;
     }
     let (verb, end) = verb_at(tokens, at, 0)?;
-    let tail = &tokens[at + 1..];
-    let confirmed = tail.first().is_some_and(|w| w == "successfully");
-    if tail
-        .first()
-        .is_some_and(|w| !TAIL_OPENERS.contains(&w.as_str()))
-    {
+    if !STATUS_VERBS.contains(&verb) {
         return None;
     }
-    if !confirmed
-        && (tail.len() > MAX_STATUS_TAIL || tail.iter().any(|w| FINITE.contains(&w.as_str())))
-    {
-        return None;
+    let tail = &tokens[at + 1..];
+    match tail.first().map(String::as_str) {
+        Some(w) if !TAIL_OPENERS.contains(&w) => return None,
+        Some("successfully") => {}
+        _ if tail.len() > MAX_STATUS_TAIL || tail.iter().any(|w| FINITE.contains(&w.as_str())) => {
+            return None;
+        }
+        _ => {}
     }
     Some(ClaimedAction {
         phrase: tokens[..end.max(at + 1)].join(" "),
