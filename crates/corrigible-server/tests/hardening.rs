@@ -532,6 +532,15 @@ async fn each_request_logs_one_line_with_its_run_id() {
 async fn a_server_failure_shows_the_client_an_id_and_the_log_the_cause() {
     let (captured, _guard) = Captured::install();
     let server = TestServer::start(Options::replay(SIMPLE)).await;
+    // The server reads its runs at start (leases); it serves only once that is done, so a
+    // first answer means the tables may now go.
+    let ready = server
+        .client
+        .get(server.url("/healthz"))
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(ready.status(), StatusCode::OK);
     // Break the store under the server: its table is gone.
     let pool = sqlx::SqlitePool::connect(&format!("sqlite:{}", server.db))
         .await

@@ -161,8 +161,12 @@ impl Run<'_> {
         let claim = claimed_actions(summary, &self.request)
             .into_iter()
             .find(|c| c.kind == ClaimKind::FirstPerson || results.is_empty())?;
-        let mut ran: Vec<&str> = results.iter().map(|s| s.tool.as_str()).collect();
-        ran.dedup();
+        let mut ran: Vec<&str> = Vec::new();
+        for result in results {
+            if !ran.contains(&result.tool.as_str()) {
+                ran.push(&result.tool);
+            }
+        }
         let done = if ran.is_empty() {
             "no tool ran in this run, so nothing was done".to_string()
         } else {

@@ -215,6 +215,9 @@ pub fn claimed_actions(answer: &str, request: &str) -> Vec<ClaimedAction> {
                 claims.push(claim);
             }
         }
+        if let Some(claim) = status(&tokens) {
+            claims.push(claim);
+        }
     }
     claims
 }
@@ -271,6 +274,115 @@ fn passive(tokens: &[String], i: usize) -> Option<ClaimedAction> {
         phrase: tokens[i..end].join(" "),
         verb,
         kind: ClaimKind::Passive,
+    })
+}
+
+/// A status line that opens a clause (`Email sent successfully`, `Note saved`, `Alarm set for
+/// 7 am`): a short noun phrase, a past participle, and a short tail that opens with a
+/// preposition and holds no verb of its own, so that `Letters sent to Santa go to the North
+/// Pole` and `Tickets booked early cost less` are no claims.
+fn status(tokens: &[String]) -> Option<ClaimedAction> {
+    let at = (1..=MAX_SUBJECT_WORDS.min(tokens.len().saturating_sub(1)))
+        .find(|&k| is_participle(&tokens[k]))?;
+    if tokens[..at].iter().any(|w| {
+        PRONOUNS.contains(&w.as_str())
+            || FINITE.contains(&w.as_str())
+            || QUANTITIES.contains(&w.as_str())
+            || is_participle(w)
+    }) {
+        return None;
+    }
+    let (verb, end) = verb_at(tokens, at, 0)?;
+    if !STATUS_VERBS.contains(&verb) {
+        return None;
+    }
+    let tail = &tokens[at + 1..];
+    match tail.first().map(String::as_str) {
+        Some(w) if !TAIL_OPENERS.contains(&w) => return None,
+        Some("successfully") => {}
+        _ if tail.len() > MAX_STATUS_TAIL || tail.iter().any(|w| FINITE.contains(&w.as_str())) => {
+            return None;
+        }
+        _ => {}
+    }
+    Some(ClaimedAction {
+        phrase: tokens[..end.max(at + 1)].join(" "),
+        verb,
+        kind: ClaimKind::Passive,
+    })
+}
+
+/// Nouns that make a status line a quantity (`Total paid: $120`, `Amount saved: $20`).
+const QUANTITIES: &[&str] = &[
+    "total", "amount", "money", "sum", "cost", "price", "savings", "time", "number", "distance",
+];
+/// The verbs a status line may claim; paying and buying are left out, since `Total paid` and
+/// `Items bought` are the words of arithmetic.
+const STATUS_VERBS: &[&str] = &[
+    "send",
+    "email",
+    "text",
+    "message",
+    "forward",
+    "book",
+    "reserve",
+    "order",
+    "place",
+    "schedule",
+    "reschedule",
+    "cancel",
+    "delete",
+    "turn",
+    "switch",
+    "lock",
+    "unlock",
+    "post",
+    "publish",
+    "submit",
+    "save",
+    "set",
+    "create",
+    "add",
+    "share",
+    "upload",
+    "install",
+    "subscribe",
+    "unsubscribe",
+    "transfer",
+];
+/// Most words before the participle of a status line.
+const MAX_SUBJECT_WORDS: usize = 3;
+/// The words a status line's tail may open with: a place, a time, a recipient, or a confirmation.
+const TAIL_OPENERS: &[&str] = &[
+    "successfully",
+    "to",
+    "for",
+    "at",
+    "on",
+    "in",
+    "with",
+    "from",
+    "and",
+    "now",
+    "already",
+];
+/// Most words after the participle of a status line.
+const MAX_STATUS_TAIL: usize = 5;
+const PRONOUNS: &[&str] = &[
+    "i", "you", "we", "they", "he", "she", "it", "who", "which", "that",
+];
+/// Words that make a clause a sentence of its own, not a status line.
+const FINITE: &[&str] = &[
+    "is", "are", "was", "were", "be", "been", "has", "have", "had", "will", "would", "can",
+    "could", "should", "may", "might", "must", "do", "does", "did", "not",
+];
+
+/// Whether `word` is a past participle of a side-effecting verb (`sent`, `saved`, `paid`).
+fn is_participle(word: &str) -> bool {
+    VERBS.iter().any(|v| {
+        v.forms.iter().any(|f| {
+            *f == word && (f.ends_with("ed") || matches!(*f, "sent" | "paid" | "bought" | "set"))
+        })
     })
 }
 
@@ -391,6 +503,12 @@ mod tests {
             verbs("I added eggs to your shopping list.", request),
             ["add"]
         );
+        assert_eq!(verbs("Email sent successfully.", request), ["send"]);
+        assert_eq!(
+            verbs("Note saved: 'buy flowers for Sarah'.", request),
+            ["save"]
+        );
+        assert_eq!(verbs("Alarm set for 7:00 AM tomorrow.", request), ["set"]);
     }
 
     #[test]
@@ -433,6 +551,13 @@ mod tests {
             "You have sent 3 messages.",
             "Add 3 and 4 to get 7.",
             "I set x = 5 and solved for y.",
+            "Letters sent to Santa go to the North Pole.",
+            "Emails sent to spam are deleted after 30 days.",
+            "Tickets booked early cost less.",
+            "Total paid: $120.",
+            "Amount saved: $20.",
+            "Items bought: 3 apples and 2 pears.",
+            "Result: 154.25, computed with the calculator.",
         ] {
             assert!(verbs(answer, "A question.").is_empty(), "{answer}");
         }
