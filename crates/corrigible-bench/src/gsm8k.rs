@@ -3,8 +3,8 @@
 //! The data are the first 200 problems of the GSM8K test set (Cobbe et al., 2021; MIT
 //! license), in `bench/data/gsm8k/` with their license and attribution. They are split in
 //! two: `gsm8k:dev` (problems 0–99) is for tuning, `gsm8k:test` (problems 100–199) is for
-//! reporting only. The agent is asked the problem and [`ANSWER_FORMAT`]; the `bare` policy the
-//! problem and its own instruction. A run passes when the number its final answer ends with
+//! reporting only. The agent is asked the problem as written, as a user would ask it; the
+//! `bare` policy the problem and its own instruction. A run passes when the number its final answer ends with
 //! (after `Answer:` when it says so) equals the reference answer.
 
 use corrigible::evidence::numbers::numbers_in;
@@ -43,17 +43,11 @@ pub fn parse_split(s: &str) -> Result<Split, BenchError> {
     }
 }
 
-/// What the agent is asked after the problem: the answer's form, as the `bare` policy's
-/// [`crate::bare::INSTRUCTION`] asks it, so both are graded on the number they mean.
-pub const ANSWER_FORMAT: &str = "Give the final answer on a last line of the form `Answer: N`.";
-
 /// A GSM8K problem's reference answer.
 #[derive(Debug, Clone, PartialEq)]
 pub struct GsmTask {
     /// The reference answer.
     pub answer: f64,
-    /// The problem as written, without [`ANSWER_FORMAT`]: what the `bare` policy is asked.
-    pub question: String,
 }
 
 #[derive(Deserialize)]
@@ -84,12 +78,9 @@ pub fn load(split: Split) -> Result<Vec<Task>, BenchError> {
             .map_err(|e| error(format!("answer `{}`: {e}", row.answer)))?;
         tasks.push(Task {
             id: row.id,
-            prompt: format!("{}\n{ANSWER_FORMAT}", row.question),
+            prompt: row.question,
             max_actions: MAX_ACTIONS,
-            kind: TaskKind::Gsm8k(GsmTask {
-                answer,
-                question: row.question,
-            }),
+            kind: TaskKind::Gsm8k(GsmTask { answer }),
         });
     }
     if tasks.len() != DEV_PROBLEMS {
@@ -152,6 +143,19 @@ mod tests {
             panic!("not a GSM8K task")
         };
         assert_eq!(first.answer, 18.0);
+    }
+
+    #[test]
+    fn the_agent_is_asked_the_problem_as_written() {
+        let data: Vec<Row> = DATA
+            .lines()
+            .take(3)
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
+        let dev = load(Split::Dev).unwrap();
+        for (task, row) in dev.iter().zip(&data) {
+            assert_eq!(task.prompt, row.question);
+        }
     }
 
     #[test]

@@ -155,13 +155,9 @@ pub async fn run_suite(
                     agent.run_with(&task.prompt, options).await
                 } else {
                     let bare = variant.bare.as_ref().map(|f| f()).unwrap_or(run_model);
-                    crate::bare::run(
-                        bare.as_ref(),
-                        &format!("bare-{}", task.id),
-                        task.bare_prompt(),
-                    )
-                    .await
-                    .map_err(RunError::Model)
+                    crate::bare::run(bare.as_ref(), &format!("bare-{}", task.id), &task.prompt)
+                        .await
+                        .map_err(RunError::Model)
                 };
                 let injected = faulty.map(|f| f.injected()).unwrap_or_default();
                 let mode = variant.label_for(policy);

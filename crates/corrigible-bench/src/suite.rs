@@ -160,15 +160,6 @@ impl Grade {
 }
 
 impl Task {
-    /// What the `bare` policy is asked, before its own instruction: a GSM8K problem as
-    /// written, else the request.
-    pub fn bare_prompt(&self) -> &str {
-        match &self.kind {
-            TaskKind::Gsm8k(task) => &task.question,
-            _ => &self.prompt,
-        }
-    }
-
     /// Grades a finished run of this task.
     pub fn grade(&self, report: &RunReport) -> Grade {
         match &self.kind {
