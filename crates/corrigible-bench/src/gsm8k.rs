@@ -4,8 +4,8 @@
 //! license), in `bench/data/gsm8k/` with their license and attribution. They are split in
 //! two: `gsm8k:dev` (problems 0–99) is for tuning, `gsm8k:test` (problems 100–199) is for
 //! reporting only. The agent is asked the problem as written, as a user would ask it; the
-//! `bare` policy the problem and its own instruction. A run passes when the number its final answer ends with
-//! (after `Answer:` when it says so) equals the reference answer.
+//! `bare` policy the problem and its own instruction. A run passes when the number its final
+//! answer ends with (after `Answer:` when it says so) equals the reference answer.
 
 use corrigible::evidence::numbers::numbers_in;
 use corrigible::{RunReport, StopReason};

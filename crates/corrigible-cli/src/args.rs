@@ -98,8 +98,9 @@ pub struct ToolArgs {
     #[arg(long, env = "CORRIGIBLE_WEATHER_FORECAST_URL")]
     pub weather_forecast_url: Option<String>,
     /// Worked examples shown before the request, as a JSON array of
-    /// `{"request", "steps": [{"reason", "tool", "input", "result"}], "answer"}`
-    /// (default: one built-in example that uses a tool and one answered directly).
+    /// `{"request", "steps": [{"reason", "tool", "input", "result"}], "answer", "satisfied"}`
+    /// (default: the built-in ones, a direct answer, a refusal, a knowledge answer and one
+    /// per built-in tool).
     #[arg(long, value_name = "FILE", conflicts_with = "no_examples")]
     pub examples: Option<std::path::PathBuf>,
     /// Show no worked examples.
