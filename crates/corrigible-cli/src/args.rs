@@ -69,6 +69,11 @@ pub struct ModelArgs {
     /// Path of a GGUF file for the embedded model (default: CORRIGIBLE_MODEL, or the model directory).
     #[arg(long)]
     pub model_path: Option<PathBuf>,
+    /// Sampling temperature sent to a provider's model (default: the provider's own; an
+    /// OpenAI-compatible server such as llama.cpp's samples at 0.8 unless told). The embedded
+    /// model decodes greedily and takes none.
+    #[arg(long)]
+    pub temperature: Option<f32>,
     /// Tokens of free thought the embedded model may write before each decision (default 0:
     /// it decides at once; 448 suits word problems).
     #[arg(long)]

@@ -30,6 +30,9 @@ pub struct FileConfig {
     /// Which evidence rules judge decisions, as `--profile`: `precise` or `strict`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub profile: Option<String>,
+    /// Sampling temperature sent to a provider's model, as `--temperature`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub temperature: Option<f32>,
     /// Tokens of thought the embedded model may write before each decision, as
     /// `--think-tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]

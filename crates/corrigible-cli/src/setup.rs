@@ -59,6 +59,9 @@ pub fn merge(model: &mut ModelArgs, tools: &mut ToolArgs, file: &FileConfig) {
     if model.think_tokens.is_none() {
         model.think_tokens = file.think_tokens;
     }
+    if model.temperature.is_none() {
+        model.temperature = file.temperature;
+    }
     if file.thought_calculator == Some(false) {
         model.no_thought_calculator = true;
     }
@@ -104,6 +107,9 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
             if protocol == Protocol::Native {
                 bail!("--protocol native: the embedded model speaks the json protocol only");
             }
+            if args.temperature.is_some() {
+                bail!("--temperature: the embedded model decodes greedily and takes none");
+            }
             let mut config =
                 LocalConfig::new(local_path(args.model_path.as_deref(), arg.as_deref())?);
             config.constrain = args
@@ -136,6 +142,7 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
                 think_tokens: args
                     .think_tokens
                     .map(|n| u32::try_from(n).unwrap_or(u32::MAX)),
+                temperature: temperature(args.temperature)?,
                 ..Default::default()
             };
             corrigible_models::build(other, options)?
@@ -147,6 +154,16 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
         protocol,
         factory,
     })
+}
+
+/// A sampling temperature as providers take it: finite, 0 to 2.
+fn temperature(value: Option<f32>) -> anyhow::Result<Option<f32>> {
+    match value {
+        Some(t) if !(0.0..=2.0).contains(&t) => {
+            bail!("--temperature: {t} is out of range: use 0 to 2")
+        }
+        other => Ok(other),
+    }
 }
 
 /// Builds the registry of built-in tools named by `args`.

@@ -253,6 +253,9 @@ fn usage_errors_exit_2() {
         ],
         vec!["run", "--model", "replay:/definitely/not/here.jsonl", "hi"],
         vec!["run", "--max-actions", "-1", "hi"],
+        vec!["run", "--model", "openai:m", "--temperature", "2.5", "hi"],
+        vec!["run", "--model", "openai:m", "--temperature", "NaN", "hi"],
+        vec!["run", "--model", "local", "--temperature", "0", "hi"],
     ] {
         let out = corrigible(&args);
         assert_eq!(
