@@ -70,3 +70,27 @@ async fn claimed_action_catches_claims_and_sends_back_no_correct_work() {
     assert_eq!(claims.len(), written - 1, "{claims:?}\n{table}");
     assert!(!claims.contains(&"claim_22"));
 }
+
+#[tokio::test]
+async fn echo_catches_copied_examples_and_sends_back_no_correct_work() {
+    let corpus = trajectory::builtin().unwrap();
+    let sets = [RuleSet {
+        name: "echo".into(),
+        checks: Checks::only("echo").unwrap(),
+    }];
+    let report = run_corpus_with(&corpus, &sets).await.unwrap();
+    let row = report.row("echo").unwrap();
+    let table = corrigible_bench::correct::table(&report);
+    assert_eq!(row.false_rejections_total, 0, "{table}");
+    let echoes = corpus.iter().filter(|t| t.id.starts_with("echo_")).count();
+    let caught = row
+        .catches
+        .iter()
+        .filter(|c| c.id.starts_with("echo_"))
+        .count();
+    println!(
+        "echo caught {caught} of {echoes} copied examples, {} mistakes in all",
+        row.caught
+    );
+    assert_eq!(caught, echoes, "{table}");
+}

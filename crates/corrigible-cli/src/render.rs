@@ -190,13 +190,16 @@ impl TraceSink for LiveTrace {
                         shorten(record.error.as_deref().unwrap_or(""), 160)
                     )),
                 };
-                self.line(format!(
-                    "  {} {result}",
-                    s.dim(&format!(
-                        "tool {} (step {}, {} attempt(s), {:.1} ms):",
-                        record.tool, record.step, record.attempts, record.latency_ms
-                    )),
-                ))
+                let same = if record.same_result {
+                    ", the same result as before"
+                } else {
+                    ""
+                };
+                let head = format!(
+                    "tool {} (step {}, {} attempt(s), {:.1} ms{same}):",
+                    record.tool, record.step, record.attempts, record.latency_ms
+                );
+                self.line(format!("  {} {result}", s.dim(&head)))
             }
             TraceEvent::Breaker { transition } => self.line(format!(
                 "  {} {}: {:?} → {:?} after {} failure(s)",

@@ -884,3 +884,166 @@ async fn a_typed_output_rejects_a_summary_that_does_not_match_and_keeps_the_pars
     assert!(c.error.starts_with("final_summary"), "{}", c.error);
     assert_eq!(report.output, Some(json!({"value": 14})));
 }
+
+#[tokio::test]
+async fn our_own_feedback_repeated_back_is_an_echo_and_never_satisfied() {
+    let model = Arc::new(Scripted::texts(&[
+        "",
+        &final_answer(
+            true,
+            "Your previous reply was rejected (empty_response; correction 1 of 2). Reply again \
+             with one corrected decision.",
+        ),
+        &action("calculator", json!({"expression": "1234 * 5678"})),
+        &final_answer(true, "1234 * 5678 is 7006652."),
+    ]));
+    let report = agent(model)
+        .policy(Policy::default())
+        .build()
+        .unwrap()
+        .run("What is 1234 * 5678? Use the calculator.")
+        .await
+        .unwrap();
+    let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
+    assert_eq!(categories, [Category::EmptyResponse, Category::Echo]);
+    let echo = &report.corrections[1];
+    assert!(
+        echo.error
+            .contains("`your previous reply was rejected empty response correction`"),
+        "{}",
+        echo.error
+    );
+    assert!(report.satisfied);
+    assert_eq!(
+        report.final_summary.as_deref(),
+        Some("1234 * 5678 is 7006652.")
+    );
+}
+
+#[tokio::test]
+async fn the_budget_message_repeated_back_is_never_a_success() {
+    let parroted = final_answer(
+        true,
+        "The run's budget of 1 tool actions is spent, so no tool can run any more.",
+    );
+    let model = Arc::new(Scripted::texts(&[
+        &action("calculator", json!({"expression": "1 + 1"})),
+        &action("calculator", json!({"expression": "2 + 2"})),
+        &parroted,
+        &parroted,
+        &parroted,
+    ]));
+    let mut policy = Policy::default();
+    policy.limits.max_actions = 1;
+    let report = agent(model)
+        .policy(policy)
+        .build()
+        .unwrap()
+        .run("Add 1 and 1, then 2 and 2.")
+        .await
+        .unwrap();
+    assert!(!report.satisfied);
+    assert!(
+        report
+            .corrections
+            .iter()
+            .any(|c| c.category == Category::Echo),
+        "{:?}",
+        report.corrections
+    );
+}
+
+#[tokio::test]
+async fn an_idempotent_call_returning_the_same_result_again_is_marked_and_a_fifth_is_corrected() {
+    let calc = Arc::new(Calc::new());
+    let same = action("calculator", json!({"expression": "2*(3+4)"}));
+    let model = Arc::new(Scripted::texts(&[
+        &same,
+        &same,
+        &same,
+        &same,
+        &same,
+        &final_answer(true, "14"),
+    ]));
+    let report = Agent::builder_shared(model.clone())
+        .policy(Policy::default())
+        .tool(calc.clone())
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    assert_eq!(
+        calc.calls.load(Ordering::SeqCst),
+        4,
+        "the fifth call never ran"
+    );
+    let same_result: Vec<bool> = report.steps.iter().map(|s| s.same_result).collect();
+    assert_eq!(same_result, [false, true, true, true]);
+    let third = &model.request(2).messages;
+    let result = &third.last().unwrap().content;
+    assert!(
+        result.contains("14") && result.contains("the same result as this exact call"),
+        "{result}"
+    );
+    let c = &report.corrections[0];
+    assert_eq!(
+        (c.category, c.step, c.corrected),
+        (Category::RepeatedAction, 5, true)
+    );
+    assert!(c.error.contains("already succeeded") && c.error.contains("14"));
+    assert!(report.satisfied);
+}
+
+#[tokio::test]
+async fn an_idempotent_call_whose_answer_changed_runs_again() {
+    let flaky = Arc::new(Polled::default());
+    let same = action("status", json!({"q": "job 7"}));
+    let model = Arc::new(Scripted::texts(&[
+        &same,
+        &same,
+        &same,
+        &same,
+        &same,
+        &same,
+        &final_answer(true, "done"),
+    ]));
+    let report = Agent::builder_shared(model)
+        .policy(Policy::default())
+        .tool(flaky.clone())
+        .build()
+        .unwrap()
+        .run("Wait for job 7.")
+        .await
+        .unwrap();
+    assert_eq!(flaky.calls.load(Ordering::SeqCst), 6);
+    assert!(report.steps.iter().all(|s| !s.same_result));
+    assert!(report.corrections.is_empty(), "{:?}", report.corrections);
+}
+
+/// A job status that changes on every call.
+#[derive(Default)]
+struct Polled {
+    calls: std::sync::atomic::AtomicU32,
+}
+
+#[async_trait::async_trait]
+impl corrigible::Tool for Polled {
+    fn name(&self) -> &str {
+        "status"
+    }
+    fn description(&self) -> &str {
+        "A job's status."
+    }
+    fn input_schema(&self) -> serde_json::Value {
+        json!({"type": "object"})
+    }
+    async fn call(
+        &self,
+        _input: serde_json::Value,
+        _ctx: &corrigible::ToolContext,
+    ) -> corrigible::ToolOutcome {
+        let n = self.calls.fetch_add(1, Ordering::SeqCst) + 1;
+        corrigible::ToolOutcome::Ok(json!({"polls": n}))
+    }
+}

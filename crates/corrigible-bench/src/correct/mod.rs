@@ -246,7 +246,8 @@ fn registry(trajectory: &Trajectory, env: &ToolsEnv) -> Result<ToolRegistry, Ben
         .filtered(|name| trajectory.tools.iter().any(|t| t == name)))
 }
 
-/// Replays one trajectory under `checks` and `protocol`.
+/// Replays one trajectory under `checks` and `protocol`, with the built-in worked examples of
+/// its tools, as `corrigible run` shows them.
 pub async fn replay(
     trajectory: &Trajectory,
     checks: Checks,
@@ -261,7 +262,7 @@ pub async fn replay(
     policy.limits.max_actions = trajectory.steps.len() as u32 + 1;
     let agent = Agent::builder_shared(model)
         .tools(registry(trajectory, env)?)
-        .worked_examples(Vec::new())
+        .worked_examples(corrigible_tools::builtin_examples(&trajectory.tools))
         .protocol(protocol)
         .policy(policy)
         .build()

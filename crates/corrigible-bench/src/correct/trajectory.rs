@@ -7,9 +7,10 @@ use crate::bfcl::FunctionDef;
 use crate::error::BenchError;
 
 /// The built-in corpus files: correct work (hand-written, GSM8K solutions, BFCL ground truth)
-/// and mistakes: real ones of the embedded models (wrong answers of bench runs, and slips in a
-/// thought before the answer), and hand-written claims of actions no tool carried out.
-const BUILTIN: [(&str, &str); 6] = [
+/// and mistakes: real ones of the embedded models (wrong answers of bench runs, slips in a
+/// thought before the answer, and a worked example's answer copied for another question), and
+/// hand-written claims of actions no tool carried out.
+const BUILTIN: [(&str, &str); 7] = [
     (
         "hand.jsonl",
         include_str!("../../../../bench/data/correct/hand.jsonl"),
@@ -33,6 +34,10 @@ const BUILTIN: [(&str, &str); 6] = [
     (
         "slips.jsonl",
         include_str!("../../../../bench/data/correct/slips.jsonl"),
+    ),
+    (
+        "echoes.jsonl",
+        include_str!("../../../../bench/data/correct/echoes.jsonl"),
     ),
 ];
 

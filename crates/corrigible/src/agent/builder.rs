@@ -218,6 +218,7 @@ impl AgentBuilder {
             .collect();
         let mut examples = example_messages(&usable, self.protocol);
         examples.extend(self.examples);
+        let worked = usable;
         Ok(Agent {
             model: self.model,
             tools: self.tools,
@@ -230,6 +231,7 @@ impl AgentBuilder {
             validators: self.validators,
             output,
             examples,
+            worked,
             discovery: self.discovery,
         })
     }

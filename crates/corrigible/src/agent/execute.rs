@@ -10,6 +10,11 @@ use crate::stage::Stage;
 use crate::tool::{Tool, ToolContext, ToolOutcome};
 use crate::trace::{AttemptRecord, StepOutcome, StepRecord, StopReason};
 
+/// Times an idempotent tool's identical call may return the same result again before a further
+/// one is `repeated_action`. BFCL's ground truth makes the same call up to four times (one per
+/// value it reads from the same result), and that is correct work.
+pub(crate) const MAX_SAME_RESULTS: u32 = 3;
+
 impl Run<'_> {
     /// Executes a validated action: the breaker's gate, the call with its retries, then the
     /// outcome settled into the run (a result for the model, a rejection, or the end).
@@ -36,6 +41,7 @@ impl Run<'_> {
             latency_ms: 0.0,
             idempotency_key,
             attempt_errors: Vec::new(),
+            same_result: false,
         };
         if let Some(message) = self.breaker_gate(&name).await {
             record.outcome = StepOutcome::CircuitOpen;
@@ -141,10 +147,19 @@ impl Run<'_> {
         let retried = record.attempts.saturating_sub(1);
         match outcome {
             ToolOutcome::Ok(value) => {
-                let text = match &value {
+                let mut text = match &value {
                     serde_json::Value::String(s) => s.clone(),
                     other => other.to_string(),
                 };
+                if self.state.results.iter().any(|s| {
+                    s.tool == name && s.output == value && fingerprint(&s.tool, &s.input) == print
+                }) {
+                    *self.state.same_results.entry(print).or_default() += 1;
+                    record.same_result = true;
+                    text.push_str(
+                        " (the same result as this exact call already returned in this run)",
+                    );
+                }
                 if name != DESCRIBE_TOOL {
                     self.state.any_ok = true;
                     self.state.results.push(Success {

@@ -35,6 +35,8 @@ pub struct Agent {
     pub(crate) validators: Vec<Arc<dyn OutputValidator>>,
     pub(crate) output: Option<(serde_json::Value, InputValidator)>,
     pub(crate) examples: Vec<crate::message::Message>,
+    /// The worked examples behind the first of `examples`, for the `echo` rule.
+    pub(crate) worked: Vec<crate::examples::WorkedExample>,
     pub(crate) discovery: crate::discovery::Discovery,
 }
 

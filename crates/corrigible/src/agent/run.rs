@@ -37,6 +37,9 @@ pub(crate) struct RunState {
     pub coverage_asked: bool,
     /// Fingerprints of failed actions, with their error.
     pub failed: BTreeMap<String, String>,
+    /// Fingerprints of calls that returned the same result as an identical earlier call, with
+    /// how many times.
+    pub same_results: BTreeMap<String, u32>,
 }
 
 /// An action that succeeded: the tool, the input it was called with and what it returned.

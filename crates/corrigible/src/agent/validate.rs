@@ -1,3 +1,4 @@
+use super::execute::MAX_SAME_RESULTS;
 use super::run::Run;
 use crate::arithmetic::{Claim, slips};
 use crate::correction::fingerprint::fingerprint;
@@ -5,7 +6,10 @@ use crate::correction::rejection::{Category, Rejection};
 use crate::decision::Decision;
 use crate::discovery::{closest, shortened_schema};
 use crate::evidence::claimed_action::{ClaimKind, claimed_actions};
+use crate::evidence::echo::{echo_in, example_echo, template_text, without_quotes};
 use crate::evidence::grounding::Evidence;
+use crate::message::MessageKind;
+use crate::prompt::DEFAULT_SYSTEM_TEMPLATE;
 
 /// Most tool names an `unknown_tool` correction lists in full.
 const MAX_LISTED_TOOLS: usize = 12;
@@ -88,6 +92,19 @@ impl Run<'_> {
                     ));
                 }
                 if answer.satisfied
+                    && self.policy.checks.echo
+                    && let Some(words) = self.echo(&answer.summary)
+                {
+                    return Err(Rejection::new(
+                        Category::Echo,
+                        format!(
+                            "the answer repeats our own words (`{words}`) instead of answering \
+                             the request; answer it in your own words, from the tool results or \
+                             what you know, or answer with satisfied false and say what is missing"
+                        ),
+                    ));
+                }
+                if answer.satisfied
                     && self.policy.checks.claimed_action
                     && let Some(message) = self.unsupported_claim(&answer.summary)
                 {
@@ -127,14 +144,16 @@ impl Run<'_> {
     }
 
     /// Why an action with fingerprint `print` is not run again: the same call already
-    /// succeeded in this run, and `tool` is not declared repeatable. An idempotent tool may
-    /// run it again unless the `repeated_action` check is on.
+    /// succeeded in this run, and `tool` is not declared repeatable. Unless the
+    /// `repeated_action` check is on, an idempotent tool runs it again (its answer may have
+    /// changed) until it has returned the same result [`MAX_SAME_RESULTS`] more times.
     fn repeated_success(&self, tool: &str, print: &str) -> Option<String> {
         if self.policy.repeatable(tool, self.tools.repeatable(tool)) {
             return None;
         }
         if !self.policy.checks.repeated_action
             && self.policy.idempotent(tool, self.tools.idempotent(tool))
+            && self.state.same_results.get(print).copied().unwrap_or(0) < MAX_SAME_RESULTS
         {
             return None;
         }
@@ -178,12 +197,14 @@ impl Run<'_> {
         let names = self.tools.names();
         let next = if names.iter().all(|name| self.tools.read_only(name)) {
             format!(
-                "no available tool can {}: answer with satisfied false and say plainly that                  this cannot be done here, and why",
+                "no available tool can {}: answer with satisfied false and say plainly that \
+                 this cannot be done here, and why",
                 claim.verb
             )
         } else {
             format!(
-                "call the tool that does it, or, if no tool can {}, answer with satisfied false                  and say plainly that it was not done",
+                "call the tool that does it, or, if no tool can {}, answer with satisfied false \
+                 and say plainly that it was not done",
                 claim.verb
             )
         };
@@ -191,6 +212,24 @@ impl Run<'_> {
             "the answer says `{}`, but {done}; {next}",
             claim.phrase
         ))
+    }
+
+    /// The run of our own words that `summary` repeats: the default instructions, feedback
+    /// sent in this run, or a worked example's values; words the request or a tool result also
+    /// says are not counted.
+    fn echo(&self, summary: &str) -> Option<String> {
+        let mut ours = vec![template_text(DEFAULT_SYSTEM_TEMPLATE)];
+        let mut theirs = vec![self.request.as_str()];
+        for message in &self.history.messages {
+            match message.kind {
+                MessageKind::Feedback => ours.push(without_quotes(&message.content)),
+                MessageKind::ToolResult => theirs.push(&message.content),
+                _ => {}
+            }
+        }
+        let ours: Vec<&str> = ours.iter().map(String::as_str).collect();
+        echo_in(summary, &ours, &theirs)
+            .or_else(|| example_echo(summary, &self.agent.worked, &self.request, &theirs))
     }
 
     /// Why `summary` is unsupported when tools returned facts and it states none of them.

@@ -25,6 +25,9 @@ pub enum Category {
     RepeatedAction,
     /// `satisfied: true` while every executed tool failed.
     UngroundedFinal,
+    /// `satisfied: true` with an answer that repeats the harness's own words (its
+    /// instructions, correction feedback, budget messages or worked examples).
+    Echo,
     /// `satisfied: true` with an answer that says an action was carried out ("I have sent the
     /// email") while no tool able to act succeeded in the run.
     ClaimedAction,
@@ -55,7 +58,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 18] = [
+    pub const ALL: [Category; 19] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
@@ -64,6 +67,7 @@ impl Category {
         Category::RepeatedFailedAction,
         Category::RepeatedAction,
         Category::UngroundedFinal,
+        Category::Echo,
         Category::ClaimedAction,
         Category::WrongArithmetic,
         Category::UnstatedResult,
@@ -87,6 +91,7 @@ impl Category {
             Category::RepeatedFailedAction => "repeated_failed_action",
             Category::RepeatedAction => "repeated_action",
             Category::UngroundedFinal => "ungrounded_final",
+            Category::Echo => "echo",
             Category::ClaimedAction => "claimed_action",
             Category::WrongArithmetic => "wrong_arithmetic",
             Category::UnstatedResult => "unstated_result",
@@ -112,6 +117,7 @@ impl Category {
                 | Category::RepeatedFailedAction
                 | Category::RepeatedAction
                 | Category::UngroundedFinal
+                | Category::Echo
                 | Category::ClaimedAction
                 | Category::WrongArithmetic
                 | Category::UnstatedResult

@@ -14,6 +14,9 @@ use crate::evidence::grounding::Grounding;
 pub struct Checks {
     /// `ungrounded_final`: a satisfied answer after tool calls that all failed.
     pub ungrounded_final: bool,
+    /// `echo`: a satisfied answer that repeats the harness's own words (its instructions, its
+    /// correction feedback or budget messages, a worked example) instead of answering.
+    pub echo: bool,
     /// `claimed_action`: a satisfied answer that says an action was carried out ("I have sent
     /// the email", "the lights have been turned off") while no tool able to act succeeded.
     pub claimed_action: bool,
@@ -38,6 +41,7 @@ impl Checks {
     /// The rules that reject no correct trajectory of the corpus: the default.
     pub const PRECISE: Checks = Checks {
         ungrounded_final: true,
+        echo: true,
         claimed_action: true,
         wrong_arithmetic: true,
         ungrounded_argument: false,
@@ -50,6 +54,7 @@ impl Checks {
     /// replies (see the bench's per-rule table).
     pub const STRICT: Checks = Checks {
         ungrounded_final: true,
+        echo: true,
         claimed_action: true,
         wrong_arithmetic: true,
         ungrounded_argument: true,
@@ -61,6 +66,7 @@ impl Checks {
     /// No evidence rule: only the contract is checked.
     pub const NONE: Checks = Checks {
         ungrounded_final: false,
+        echo: false,
         claimed_action: false,
         wrong_arithmetic: false,
         ungrounded_argument: false,
@@ -70,9 +76,10 @@ impl Checks {
     };
 
     /// Each rule's name (its rejection category) and whether it is on, in contract order.
-    pub fn rules(&self) -> [(&'static str, bool); 7] {
+    pub fn rules(&self) -> [(&'static str, bool); 8] {
         [
             ("ungrounded_final", self.ungrounded_final),
+            ("echo", self.echo),
             ("claimed_action", self.claimed_action),
             ("wrong_arithmetic", self.wrong_arithmetic),
             ("ungrounded_argument", self.ungrounded_argument),
@@ -96,6 +103,7 @@ impl Checks {
         let mut checks = Checks::NONE;
         let slot = match rule {
             "ungrounded_final" => &mut checks.ungrounded_final,
+            "echo" => &mut checks.echo,
             "claimed_action" => &mut checks.claimed_action,
             "wrong_arithmetic" => &mut checks.wrong_arithmetic,
             "ungrounded_argument" => &mut checks.ungrounded_argument,

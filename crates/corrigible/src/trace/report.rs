@@ -100,6 +100,10 @@ pub struct StepRecord {
     /// The failed attempts, with the delays waited.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub attempt_errors: Vec<AttemptRecord>,
+    /// Whether the call returned the same result as an identical call earlier in the run: the
+    /// model was told so, and a few such repeats make a further one `repeated_action`.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub same_result: bool,
 }
 
 /// A rejection sent back to the model, and whether the next reply fixed it.

@@ -341,7 +341,7 @@ function renderEvent(ev, totals, corrections) {
           h("code", { text: r.tool }),
           h("span", { class: "badge " + (OUTCOME_BADGE[r.outcome] || ""), text: r.outcome }),
           h("span", { class: "tl-detail", text: "step " + r.step }),
-          h("span", { class: "tl-detail", text: r.attempts + (r.attempts === 1 ? " attempt" : " attempts") }),
+          h("span", { class: "tl-detail", text: r.attempts + (r.attempts === 1 ? " attempt" : " attempts") + (r.same_result ? ", same result as before" : "") }),
           h("span", { class: "tl-detail", text: fmtMs(r.latency_ms) })),
         h("pre", { class: "tl-json", text: "input: " + json(r.input) + (r.outcome === "ok" ? "\noutput: " + json(r.output) : "") }),
         r.error ? h("div", { class: "tl-message", text: r.error }) : null);
