@@ -4,10 +4,11 @@
 //! The server's Python is `CORRIGIBLE_LLAMA_PYTHON` (default `python3`). Under CI (`CI=true`)
 //! a missing server fails these tests; elsewhere they are skipped with a message.
 //!
-//! The model is tiny, so these tests assert what the server and the client must get right
+//! With SmolLM2-135M, which is tiny, they assert what the server and the client must get right
 //! whatever it answers: every request is accepted, a forced correction round yields a native
 //! call of the forced tool, its history goes back without error, and a dead server is a
-//! transport error.
+//! transport error. With the default model, Qwen2.5-Coder-1.5B, a user's first run must give
+//! the right product through a calculator call, and no run may end satisfied on anything else.
 
 use std::io::{Read, Write};
 use std::net::{TcpListener, TcpStream};
@@ -52,6 +53,10 @@ fn in_ci() -> bool {
 /// Skips (returns `None`) when the server package or the model file is missing, except under
 /// CI, where that is a failure.
 fn prerequisites() -> Option<PathBuf> {
+    prerequisites_for(corrigible_local::SMALL_MODEL)
+}
+
+fn prerequisites_for(model: &str) -> Option<PathBuf> {
     let import = Command::new(python())
         .args(["-c", "import llama_cpp.server"])
         .output();
@@ -71,7 +76,7 @@ fn prerequisites() -> Option<PathBuf> {
         eprintln!("skipped: {message}");
         return None;
     }
-    match corrigible_local::local_model_path(corrigible_local::SMALL_MODEL) {
+    match corrigible_local::local_model_path(model) {
         Ok(path) => Some(path),
         Err(e) => {
             assert!(!in_ci(), "{e}");
@@ -89,12 +94,23 @@ fn free_port() -> u16 {
 }
 
 async fn start(model: &std::path::Path) -> LlamaServer {
+    start_with(model, 1).await
+}
+
+async fn start_with(model: &std::path::Path, threads: u32) -> LlamaServer {
     let port = free_port();
     let child = Command::new(python())
         .args(["-m", "llama_cpp.server", "--model"])
         .arg(model)
         .args(["--host", "127.0.0.1", "--port", &port.to_string()])
-        .args(["--n_ctx", "8192", "--n_threads", "1", "--seed", "7"])
+        .args([
+            "--n_ctx",
+            "8192",
+            "--n_threads",
+            &threads.to_string(),
+            "--seed",
+            "7",
+        ])
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -306,4 +322,82 @@ async fn a_real_openai_compatible_server() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// The default embedded model behind the server, run as a user would: the built-in tools and
+/// examples and the default bounds, at temperature 0 (the server samples at 0.8 otherwise).
+fn qwen_run(server: &str, args: &[&str]) -> Value {
+    let out = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(["run", "--model", "openai:qwen", "--base-url", server])
+        .args(["--provider-key", "none", "--temperature", "0", "--json"])
+        .args(args)
+        .arg("What is 1234 * 5678? Use the calculator.")
+        .env("NO_COLOR", "1")
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("CORRIGIBLE_LOG")
+        .env_remove("CORRIGIBLE_CONFIG")
+        .output()
+        .unwrap_or_else(|e| panic!("the binary runs: {e}"));
+    answered(&out)
+}
+
+/// What a satisfied answer must say: the product, through a calculator call that returned it.
+fn assert_right_if_satisfied(report: &Value) {
+    if report["satisfied"] != true {
+        return;
+    }
+    let summary = report["final_summary"].as_str().unwrap_or_default();
+    assert!(
+        summary.replace(',', "").contains("7006652"),
+        "a satisfied answer without the product: {report}"
+    );
+    let computed = report["steps"].as_array().is_some_and(|steps| {
+        steps.iter().any(|s| {
+            s["tool"] == "calculator" && s["outcome"] == "ok" && s["output"] == json!(7006652)
+        })
+    });
+    assert!(computed, "satisfied with no calculator result: {report}");
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_model_through_the_server_multiplies_with_the_calculator() {
+    let Some(model_file) = prerequisites_for("qwen2.5-coder-1.5b") else {
+        return;
+    };
+    let server = start_with(&model_file, 2).await;
+    let url = server.base_url.clone();
+
+    let json_run = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || qwen_run(&url, &["--protocol", "json"])
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_eq!(json_run["satisfied"], true, "{json_run}");
+    assert_right_if_satisfied(&json_run);
+
+    // Native tool calling through this server is not reliable for this model (see
+    // docs/providers.md): bounded here, it must never end satisfied on a wrong answer or on
+    // our own words.
+    let native = tokio::task::spawn_blocking(move || {
+        qwen_run(
+            &url,
+            &[
+                "--protocol",
+                "native",
+                "--max-actions",
+                "2",
+                "--max-corrections",
+                "1",
+            ],
+        )
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "native: satisfied {} ({}): {}",
+        native["satisfied"], native["stop_reason"], native["final_summary"]
+    );
+    assert_right_if_satisfied(&native);
+    drop(server);
 }
