@@ -218,7 +218,6 @@ impl AgentBuilder {
             .collect();
         let mut examples = example_messages(&usable, self.protocol);
         examples.extend(self.examples);
-        let worked = usable;
         Ok(Agent {
             model: self.model,
             tools: self.tools,
@@ -231,7 +230,7 @@ impl AgentBuilder {
             validators: self.validators,
             output,
             examples,
-            worked,
+            worked: usable,
             discovery: self.discovery,
         })
     }

@@ -6,10 +6,9 @@ use crate::correction::rejection::{Category, Rejection};
 use crate::decision::Decision;
 use crate::discovery::{closest, shortened_schema};
 use crate::evidence::claimed_action::{ClaimKind, claimed_actions};
-use crate::evidence::echo::{echo_in, example_echo, template_text, without_quotes};
+use crate::evidence::echo::{default_instructions, echo_in, example_echo, without_quotes};
 use crate::evidence::grounding::Evidence;
 use crate::message::MessageKind;
-use crate::prompt::DEFAULT_SYSTEM_TEMPLATE;
 
 /// Most tool names an `unknown_tool` correction lists in full.
 const MAX_LISTED_TOOLS: usize = 12;
@@ -218,16 +217,17 @@ impl Run<'_> {
     /// sent in this run, or a worked example's values; words the request or a tool result also
     /// says are not counted.
     fn echo(&self, summary: &str) -> Option<String> {
-        let mut ours = vec![template_text(DEFAULT_SYSTEM_TEMPLATE)];
+        let mut feedback = Vec::new();
         let mut theirs = vec![self.request.as_str()];
         for message in &self.history.messages {
             match message.kind {
-                MessageKind::Feedback => ours.push(without_quotes(&message.content)),
+                MessageKind::Feedback => feedback.push(without_quotes(&message.content)),
                 MessageKind::ToolResult => theirs.push(&message.content),
                 _ => {}
             }
         }
-        let ours: Vec<&str> = ours.iter().map(String::as_str).collect();
+        let mut ours = vec![default_instructions()];
+        ours.extend(feedback.iter().map(String::as_str));
         echo_in(summary, &ours, &theirs)
             .or_else(|| example_echo(summary, &self.agent.worked, &self.request, &theirs))
     }

@@ -8,9 +8,12 @@
 //! of [`ECHO_WORDS`]; a run that the request or a tool result also contains is the user's or
 //! the world's, not ours.
 
+use std::borrow::Cow;
 use std::collections::HashSet;
+use std::sync::LazyLock;
 
 use crate::examples::WorkedExample;
+use crate::prompt::DEFAULT_SYSTEM_TEMPLATE;
 
 /// Consecutive words of our own text that make an echo: longer than the set phrases an answer
 /// shares with any instruction ("the final answer is"), shorter than a sentence of feedback.
@@ -20,31 +23,37 @@ pub const ECHO_WORDS: usize = 8;
 /// `theirs` (the request, the tool results) does, lowercased.
 pub fn echo_in(answer: &str, ours: &[&str], theirs: &[&str]) -> Option<String> {
     let answer = words(answer);
-    let runs: HashSet<String> = answer.windows(ECHO_WORDS).map(|r| r.join(" ")).collect();
+    let runs: HashSet<&[String]> = answer.windows(ECHO_WORDS).collect();
     if runs.is_empty() {
         return None;
     }
-    let in_any = |texts: &[&str]| -> HashSet<String> {
+    let found_in = |texts: &[&str]| -> HashSet<String> {
         texts
             .iter()
             .flat_map(|text| {
                 words(text)
                     .windows(ECHO_WORDS)
-                    .map(|r| r.join(" "))
-                    .filter(|r| runs.contains(r))
+                    .filter(|run| runs.contains(run))
+                    .map(|run| run.join(" "))
                     .collect::<Vec<_>>()
             })
             .collect()
     };
-    let echoed = in_any(ours);
+    let echoed = found_in(ours);
     if echoed.is_empty() {
         return None;
     }
-    let said = in_any(theirs);
+    let said = found_in(theirs);
     answer
         .windows(ECHO_WORDS)
-        .map(|r| r.join(" "))
-        .find(|r| echoed.contains(r) && !said.contains(r))
+        .map(|run| run.join(" "))
+        .find(|run| echoed.contains(run) && !said.contains(run))
+}
+
+/// The default system prompt's own words, taken out of its template once.
+pub fn default_instructions() -> &'static str {
+    static TEXT: LazyLock<String> = LazyLock::new(|| template_text(DEFAULT_SYSTEM_TEMPLATE));
+    &TEXT
 }
 
 /// The words of a worked example that `answer` copies: its whole answer, or a run of
@@ -134,12 +143,17 @@ pub fn template_text(template: &str) -> String {
 /// Lowercased words: letters and digits, split on everything else, with the XML escapes of
 /// feedback undone first so that `run&apos;s` and `run's` read alike.
 fn words(text: &str) -> Vec<String> {
-    let text = text
-        .replace("&apos;", "'")
-        .replace("&quot;", "\"")
-        .replace("&lt;", "<")
-        .replace("&gt;", ">")
-        .replace("&amp;", "&");
+    let text = if text.contains('&') {
+        Cow::Owned(
+            text.replace("&apos;", "'")
+                .replace("&quot;", "\"")
+                .replace("&lt;", "<")
+                .replace("&gt;", ">")
+                .replace("&amp;", "&"),
+        )
+    } else {
+        Cow::Borrowed(text)
+    };
     text.split(|c: char| !c.is_alphanumeric())
         .filter(|w| !w.is_empty())
         .map(str::to_lowercase)
