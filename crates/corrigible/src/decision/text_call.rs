@@ -186,7 +186,9 @@ fn find(text: &str, tools: &[&str]) -> Found {
     if let Some(calls) = bare(text, tools) {
         return Found::Calls(calls);
     }
-    if let Some(call) = trailing_fenced_call(text, tools) {
+    if let Some(call) =
+        trailing_fenced_call(text, tools).or_else(|| trailing_bare_call(text, tools))
+    {
         return Found::Calls(vec![call]);
     }
     if let Some(name) = embedded_fenced_call(text, tools) {
@@ -208,6 +210,21 @@ fn trailing_fenced_call(text: &str, tools: &[&str]) -> Option<(String, Option<Va
         return None;
     }
     fenced_call(body, tools)
+}
+
+/// Prose that ends with a JSON object opening a line, holding exactly one call of a registered
+/// tool in the strict bare shape: the same plan and call as [`trailing_fenced_call`], unfenced.
+fn trailing_bare_call(text: &str, tools: &[&str]) -> Option<(String, Option<Value>)> {
+    let text = text.trim_end();
+    text.match_indices('\n')
+        .map(|(i, _)| i + 1)
+        .filter(|&start| {
+            text[start..]
+                .trim_start_matches([' ', '\t'])
+                .starts_with('{')
+        })
+        .filter(|&start| !text[..start].trim().is_empty())
+        .find_map(|start| fenced_call(&text[start..], tools))
 }
 
 /// The tool called in a code block that has prose after it, when the block holds exactly one
@@ -581,6 +598,34 @@ mod tests {
         let parsed = parse_text_call(text, &TOOLS, true).unwrap_or_else(|| panic!("a call"));
         assert_eq!(parsed.repairs, vec![RepairKind::TextToolCall]);
         assert!(matches!(parsed.decision, Ok(Decision::Action(_))));
+    }
+
+    #[test]
+    fn a_call_on_its_own_lines_after_its_plan_is_a_call() {
+        let text = "I apologize for the oversight. Let's correct the decision:\n\n{\"name\": \"calculator\", \"arguments\": \"{\\\"expression\\\":\\\"72 * 2.5\\\"}\"}";
+        let parsed = parse_text_call(text, &TOOLS, true).unwrap_or_else(|| panic!("a call"));
+        assert_eq!(parsed.repairs, vec![RepairKind::TextToolCall]);
+        match parsed.decision {
+            Ok(Decision::Action(action)) => {
+                assert_eq!(action.tool, "calculator");
+                assert_eq!(action.input, json!({"expression": "72 * 2.5"}));
+            }
+            other => panic!("{other:?}"),
+        }
+        let multiline = "I'll look it up.\n{\n  \"name\": \"weather\",\n  \"arguments\": {\"city\": \"Lisbon\"}\n}\n";
+        assert_eq!(
+            find(multiline, &TOOLS),
+            Found::Calls(vec![("weather".into(), Some(json!({"city": "Lisbon"})))])
+        );
+        let not_calls = [
+            "The call was:\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}, \"result\": 6}",
+            "The call was:\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}\nand it gave 6.",
+            "A search call:\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}",
+            "The result:\n{\"name\": \"calculator\", \"value\": 6}",
+        ];
+        for text in not_calls {
+            assert_eq!(find(text, &TOOLS), Found::NotACall, "{text}");
+        }
     }
 
     #[test]
