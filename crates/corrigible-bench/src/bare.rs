@@ -80,6 +80,8 @@ pub async fn run(model: &dyn Model, run_id: &str, prompt: &str) -> Result<RunRep
         output: None,
         prompt: prompt.to_string(),
         model: model.name().to_string(),
+        protocol: None,
+        protocol_reason: None,
         duration_ms: latency_ms,
     })
 }

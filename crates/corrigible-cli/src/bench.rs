@@ -40,7 +40,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     if args.limit == Some(0) {
         bail!("--limit: must be at least 1");
     }
-    let (variants, protocol, model_name) = variants(&args.model)?;
+    let (variants, protocol, model_name) = variants(&args.model).await?;
     let config = BenchConfig {
         suite,
         skip: args.skip,
@@ -97,7 +97,7 @@ async fn bench_corpus(trajectories: &[Trajectory], json: bool) -> anyhow::Result
 
 /// The model variants: the embedded model once per constraint mode (one load, shared
 /// weights), or any other model as a single variant.
-fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)> {
+async fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)> {
     let spec: ModelSpec = args
         .model
         .as_deref()
@@ -158,7 +158,13 @@ fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)
     if args.constrain.is_some() {
         eprintln!("note: --constrain applies to the embedded model only; ignored");
     }
-    let setup = setup::model(args)?;
+    let mut setup = setup::model(args)?;
+    setup::probe(&mut setup).await.map_err(|e| {
+        anyhow!("probing the server's tool calling: {e} (choose --protocol to skip the probe)")
+    })?;
+    if let corrigible::ProtocolReason::Probe { .. } = setup.protocol_reason {
+        eprintln!("protocol: {:?} ({})", setup.protocol, setup.protocol_reason);
+    }
     let name = setup.model.name().to_string();
     Ok((vec![Variant::single(setup.factory)], setup.protocol, name))
 }

@@ -127,7 +127,7 @@ async fn build_agent(
     mcp_args: &args::McpArgs,
     bounds: &args::BoundArgs,
     breaker_store: Option<Arc<dyn BreakerStore>>,
-) -> anyhow::Result<(Agent, setup::ModelSetup, Option<corrigible_mcp::McpCatalog>)> {
+) -> Result<(Agent, setup::ModelSetup, Option<corrigible_mcp::McpCatalog>), Failure> {
     let file = match config::locate(config_flag) {
         Some(path) => config::load(&path)?,
         None => config::FileConfig::default(),
@@ -137,11 +137,12 @@ async fn build_agent(
     if !servers.is_empty() && tool_args.tools.is_none() {
         tool_args.tools = Some(Vec::new());
     }
-    let model = setup::model(model_args)?;
+    let mut model = setup::model(model_args)?;
+    setup::probe(&mut model).await.map_err(probe_failure)?;
     let mut tools = setup::tools(tool_args)?;
     let catalog = mcp::connect(servers, &tools.names()).await?;
     if let Some(catalog) = &catalog {
-        catalog.register(&mut tools)?;
+        catalog.register(&mut tools).map_err(anyhow::Error::from)?;
     }
     let examples = setup::examples(tool_args, &tools)?;
     let policy = setup::policy(file.policy()?, bounds)?;
@@ -150,14 +151,32 @@ async fn build_agent(
         .worked_examples(examples)
         .policy(policy)
         .discovery(setup::discovery(tool_args)?)
-        .protocol(model.protocol);
+        .protocol(model.protocol)
+        .protocol_reason(model.protocol_reason);
     if let Some(template) = &file.feedback.template {
         builder = builder.feedback_template(template.clone());
     }
     if let Some(store) = breaker_store {
         builder = builder.breaker_store(store);
     }
-    Ok((builder.build()?, model, catalog))
+    Ok((
+        builder.build().map_err(anyhow::Error::from)?,
+        model,
+        catalog,
+    ))
+}
+
+/// A probe of the server's tool calling that could not be made.
+fn probe_failure(e: corrigible::ModelError) -> Failure {
+    let hint = "(choose --protocol json or native to skip the probe)";
+    match e {
+        corrigible::ModelError::Transport(m) => {
+            Failure::Transport(format!("probing the server's tool calling: {m} {hint}"))
+        }
+        other => Failure::Usage(anyhow::anyhow!(
+            "probing the server's tool calling: {other} {hint}"
+        )),
+    }
 }
 
 async fn serve(mut args: ServeArgs) -> Result<(), Failure> {

@@ -87,15 +87,21 @@ impl TraceSink for LiveTrace {
                 run_id,
                 model,
                 protocol,
+                protocol_reason,
                 ..
             } => self.line(format!(
-                "{} {}  {} {}  {} {:?}",
+                "{} {}  {} {}  {} {:?}{}",
                 s.bold("run"),
                 run_id,
                 s.dim("model"),
                 model,
                 s.dim("protocol"),
-                protocol
+                protocol,
+                match protocol_reason {
+                    Some(reason @ corrigible::ProtocolReason::Probe { .. }) =>
+                        s.dim(&format!(" ({reason})")),
+                    _ => String::new(),
+                }
             )),
             TraceEvent::ModelCall { record } => {
                 let reused = record

@@ -6,9 +6,12 @@ use std::time::Duration;
 
 use anyhow::{Context, anyhow, bail};
 use corrigible::policy::{Backoff, BreakerPolicy};
-use corrigible::{Model, Policy, Protocol, ToolRegistry, WorkedExample};
+use corrigible::{
+    Model, ModelError, Policy, Protocol, ProtocolReason, ToolRegistry, WorkedExample,
+    probe_tool_calling,
+};
 use corrigible_local::{Constrain, LocalConfig, LocalModel};
-use corrigible_models::{ModelSpec, ProviderOptions};
+use corrigible_models::{ModelSpec, Provider, ProviderOptions};
 use corrigible_tools::{BuiltinConfig, WeatherConfig, builtin_registry};
 
 use crate::args::{BoundArgs, ModelArgs, ToolArgs};
@@ -20,6 +23,10 @@ pub struct ModelSetup {
     pub model: Arc<dyn Model>,
     /// The decision protocol.
     pub protocol: Protocol,
+    /// Why that protocol.
+    pub protocol_reason: ProtocolReason,
+    /// Whether the protocol is still to be chosen by probing the server ([`probe`]).
+    needs_probe: bool,
     /// A fresh model for each run: a replay restarts from its first line, others are shared.
     pub factory: corrigible_server::ModelFactory,
 }
@@ -95,12 +102,23 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
         ModelSpec::Remote { .. } => Protocol::Native,
         _ => Protocol::Json,
     };
-    let protocol = match &args.protocol {
-        Some(p) => p
-            .parse::<Protocol>()
-            .map_err(|e| anyhow!("--protocol: {e}"))?,
-        None => default_protocol,
+    let (protocol, protocol_reason) = match &args.protocol {
+        Some(p) => (
+            p.parse::<Protocol>()
+                .map_err(|e| anyhow!("--protocol: {e}"))?,
+            ProtocolReason::Configured,
+        ),
+        None => (default_protocol, ProtocolReason::ProviderDefault),
     };
+    let needs_probe = args.protocol.is_none()
+        && matches!(
+            spec,
+            ModelSpec::Remote {
+                provider: Provider::OpenAi,
+                ..
+            }
+        )
+        && compatible_server(args.base_url.as_deref());
     let mut factory = None;
     let model: Arc<dyn Model> = match &spec {
         ModelSpec::Local { arg } => {
@@ -152,8 +170,35 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
     Ok(ModelSetup {
         model,
         protocol,
+        protocol_reason,
+        needs_probe,
         factory,
     })
+}
+
+/// Whether the `openai:` base URL (`--base-url`, else `OPENAI_BASE_URL`) is a server other
+/// than OpenAI's own API, whose tool calling is not known.
+fn compatible_server(flag: Option<&str>) -> bool {
+    let url = flag
+        .map(str::to_string)
+        .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
+        .unwrap_or_default();
+    let url = url.trim().trim_end_matches('/');
+    !url.is_empty() && url != Provider::OpenAi.default_base_url()
+}
+
+/// For an OpenAI-compatible server with no protocol configured, sends one probe request and
+/// takes the protocol it shows the server can carry: native when the call comes back in
+/// `tool_calls`, else json. Does nothing for any other setup.
+pub async fn probe(setup: &mut ModelSetup) -> Result<(), ModelError> {
+    if !setup.needs_probe {
+        return Ok(());
+    }
+    let finding = probe_tool_calling(setup.model.as_ref()).await?;
+    setup.protocol = finding.protocol();
+    setup.protocol_reason = ProtocolReason::Probe { finding };
+    setup.needs_probe = false;
+    Ok(())
 }
 
 /// A sampling temperature as providers take it: finite, 0 to 2.
@@ -257,4 +302,17 @@ pub fn discovery(args: &ToolArgs) -> anyhow::Result<corrigible::Discovery> {
         discovery.max_share = share;
     }
     Ok(discovery)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn only_a_server_other_than_openais_api_is_probed() {
+        assert!(compatible_server(Some("http://127.0.0.1:8611/v1")));
+        assert!(compatible_server(Some("http://localhost:11434/v1/")));
+        assert!(!compatible_server(Some("https://api.openai.com/v1")));
+        assert!(!compatible_server(Some("https://api.openai.com/v1/")));
+    }
 }

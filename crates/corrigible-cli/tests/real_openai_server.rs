@@ -234,6 +234,17 @@ async fn a_real_openai_compatible_server() {
     .await
     .unwrap_or_else(|e| panic!("{e}"));
     eprintln!("json protocol: {}", report["stop_reason"]);
+    assert_eq!(report["protocol_reason"], json!({"by": "configured"}));
+
+    // No protocol given: one probe request, and this server, which writes calls into the text,
+    // gets the json protocol.
+    let report = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || answered(&corrigible(&url, &[]))
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_probed_json(&report);
 
     for examples in [&[][..], &["--no-examples"][..]] {
         let report = tokio::task::spawn_blocking({
@@ -341,6 +352,16 @@ fn qwen_run(server: &str, args: &[&str]) -> Value {
     answered(&out)
 }
 
+/// A run whose protocol was chosen by probing a server that does not return `tool_calls`.
+fn assert_probed_json(report: &Value) {
+    assert_eq!(report["protocol"], "json", "{report}");
+    assert_eq!(report["protocol_reason"]["by"], "probe", "{report}");
+    assert_ne!(
+        report["protocol_reason"]["finding"], "native_call",
+        "{report}"
+    );
+}
+
 /// What a satisfied answer must say: the product, through a calculator call that returned it.
 fn assert_right_if_satisfied(report: &Value) {
     if report["satisfied"] != true {
@@ -367,14 +388,16 @@ async fn the_default_model_through_the_server_multiplies_with_the_calculator() {
     let server = start_with(&model_file, 2).await;
     let url = server.base_url.clone();
 
-    let json_run = tokio::task::spawn_blocking({
+    // The default configuration: the probe finds the call written as text, so json.
+    let default_run = tokio::task::spawn_blocking({
         let url = url.clone();
-        move || qwen_run(&url, &["--protocol", "json"])
+        move || qwen_run(&url, &[])
     })
     .await
     .unwrap_or_else(|e| panic!("{e}"));
-    assert_eq!(json_run["satisfied"], true, "{json_run}");
-    assert_right_if_satisfied(&json_run);
+    assert_probed_json(&default_run);
+    assert_eq!(default_run["satisfied"], true, "{default_run}");
+    assert_right_if_satisfied(&default_run);
 
     // Native tool calling through this server is not reliable for this model (see
     // docs/providers.md): bounded here, it must never end satisfied on a wrong answer or on

@@ -3,7 +3,10 @@ mod common;
 use std::time::{Duration, Instant};
 
 use common::{Canned, FakeServer, KEY, first_request, history_request, json_request, options};
-use corrigible::{Category, CorrectionContext, Model, ModelError, ToolCall, Usage};
+use corrigible::{
+    Category, CorrectionContext, Model, ModelError, ProbeFinding, Protocol, ToolCall, Usage,
+    probe_tool_calling,
+};
 use corrigible_models::{OpenAiModel, ProviderOptions};
 use serde_json::{Value, json};
 
@@ -488,4 +491,50 @@ async fn with_the_action_budget_spent_every_round_forces_the_final_answer() {
             json!({"type": "function", "function": {"name": "final_answer"}})
         );
     }
+}
+
+#[tokio::test]
+async fn the_probe_reads_what_the_server_does_with_a_tool_call() {
+    let qwen_text = "<tool_call>\n{\"name\": \"lookup\", \"arguments\": {\"key\": \"probe-7316\"}}\n</tool_call>";
+    let cases = [
+        (
+            tool_calls(&[("call_1", "lookup", "{\"key\":\"probe-7316\"}")]),
+            ProbeFinding::NativeCall,
+            Protocol::Native,
+        ),
+        (
+            completion(json!({"role": "assistant", "content": qwen_text}), "stop"),
+            ProbeFinding::CallAsText,
+            Protocol::Json,
+        ),
+        (
+            completion(json!({"role": "assistant", "content": ""}), "stop"),
+            ProbeFinding::EmptyReply,
+            Protocol::Json,
+        ),
+    ];
+    for (reply, finding, protocol) in cases {
+        let server = FakeServer::start(vec![Canned::ok(reply)]).await;
+        let found = probe_tool_calling(&model_for(&server).await).await.unwrap();
+        assert_eq!((found, found.protocol()), (finding, protocol));
+        let body = server.only_request().body;
+        let tools = body["tools"].as_array().expect("tools are declared");
+        assert_eq!(tools.len(), 1, "{body}");
+        assert_eq!(tools[0]["function"]["name"], "lookup");
+        assert!(body.get("tool_choice").is_none(), "not forced: {body}");
+    }
+}
+
+#[tokio::test]
+async fn a_probe_of_a_server_that_is_down_is_a_transport_error() {
+    let port = std::net::TcpListener::bind("127.0.0.1:0")
+        .unwrap()
+        .local_addr()
+        .unwrap()
+        .port();
+    let model = OpenAiModel::new("m", options(&format!("http://127.0.0.1:{port}/v1"))).unwrap();
+    assert!(matches!(
+        probe_tool_calling(&model).await,
+        Err(ModelError::Transport(_))
+    ));
 }

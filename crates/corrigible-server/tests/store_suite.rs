@@ -159,6 +159,8 @@ fn report(run_id: &str) -> RunReport {
         output: None,
         prompt: format!("prompt of {run_id}"),
         model: "replay".into(),
+        protocol: Some(corrigible::Protocol::Json),
+        protocol_reason: None,
         duration_ms: 12.5,
     }
 }

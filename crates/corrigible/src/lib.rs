@@ -19,6 +19,7 @@ mod layer;
 mod message;
 mod model;
 pub mod policy;
+pub mod probe;
 pub mod prompt;
 mod stage;
 pub mod tool;
@@ -38,6 +39,7 @@ pub use model::{
     Usage,
 };
 pub use policy::{Checks, Limits, Policy, Profile, ToolPolicy};
+pub use probe::{ProbeFinding, ProtocolReason, probe_tool_calling};
 pub use stage::{Stage, StageParseError};
 pub use tool::{Tool, ToolContext, ToolOutcome, ToolRegistry, TypedTool};
 pub use trace::{RunReport, StopReason, TraceEvent, TraceSink};

@@ -71,6 +71,7 @@ pub(super) async fn info(State(state): State<AppState>) -> Json<serde_json::Valu
     Json(json!({
         "model": &*state.model_name,
         "protocol": protocol_name(agent.protocol()),
+        "protocol_reason": agent.protocol_reason(),
         "tools": agent.tools().specs().into_iter().map(|s| json!({
             "name": s.name, "description": s.description
         })).collect::<Vec<_>>(),

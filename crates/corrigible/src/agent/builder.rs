@@ -10,6 +10,7 @@ use crate::examples::{WorkedExample, example_messages};
 use crate::message::Message;
 use crate::model::{Model, Protocol};
 use crate::policy::{BreakerStore, CircuitBreakers, Policy, ToolPolicy};
+use crate::probe::ProtocolReason;
 use crate::prompt::SystemPrompt;
 use crate::tool::{InputValidator, RegistryError, SchemaError, Tool, ToolRegistry, TypedTool};
 
@@ -36,6 +37,7 @@ pub struct AgentBuilder {
     tools: ToolRegistry,
     policy: Policy,
     protocol: Protocol,
+    protocol_reason: Option<ProtocolReason>,
     system: Option<String>,
     feedback: Option<String>,
     breakers: Option<Arc<CircuitBreakers>>,
@@ -56,6 +58,7 @@ impl AgentBuilder {
             tools: ToolRegistry::new(),
             policy: Policy::default(),
             protocol: Protocol::Json,
+            protocol_reason: None,
             system: None,
             feedback: None,
             breakers: None,
@@ -114,6 +117,13 @@ impl AgentBuilder {
     /// Chooses the decision protocol.
     pub fn protocol(mut self, protocol: Protocol) -> Self {
         self.protocol = protocol;
+        self
+    }
+
+    /// Says why the protocol was chosen (for example by [`crate::probe::probe_tool_calling`]);
+    /// every run's trace records it when it starts.
+    pub fn protocol_reason(mut self, reason: ProtocolReason) -> Self {
+        self.protocol_reason = Some(reason);
         self
     }
 
@@ -223,6 +233,7 @@ impl AgentBuilder {
             tools: self.tools,
             policy: self.policy,
             protocol: self.protocol,
+            protocol_reason: self.protocol_reason,
             system,
             feedback,
             breakers,

@@ -17,6 +17,7 @@ use crate::context::ContextBudget;
 use crate::correction::feedback::FeedbackTemplate;
 use crate::model::{Model, ModelError, Protocol};
 use crate::policy::{CircuitBreakers, Policy};
+use crate::probe::ProtocolReason;
 use crate::prompt::SystemPrompt;
 use crate::tool::{InputValidator, ToolRegistry};
 use crate::trace::{RunReport, TraceSink};
@@ -28,6 +29,7 @@ pub struct Agent {
     pub(crate) tools: ToolRegistry,
     pub(crate) policy: Policy,
     pub(crate) protocol: Protocol,
+    pub(crate) protocol_reason: Option<ProtocolReason>,
     pub(crate) system: SystemPrompt,
     pub(crate) feedback: FeedbackTemplate,
     pub(crate) breakers: Arc<CircuitBreakers>,
@@ -106,6 +108,11 @@ impl Agent {
     /// The decision protocol.
     pub fn protocol(&self) -> Protocol {
         self.protocol
+    }
+
+    /// Why the protocol was chosen, when the builder was told.
+    pub fn protocol_reason(&self) -> Option<ProtocolReason> {
+        self.protocol_reason
     }
 
     /// The circuit breakers shared by this agent's runs.

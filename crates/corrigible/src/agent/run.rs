@@ -132,7 +132,13 @@ impl<'a> Run<'a> {
         if agent.protocol == Protocol::Native {
             specs.push(final_answer_spec());
         }
-        let rec = Recorder::new(&run_id, prompt, model.name(), agent.protocol, sink);
+        let rec = Recorder::new(
+            &run_id,
+            prompt,
+            model.name(),
+            (agent.protocol, agent.protocol_reason),
+            sink,
+        );
         let breaker = options
             .policy
             .as_ref()

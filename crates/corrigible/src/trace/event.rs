@@ -4,6 +4,7 @@ use serde_json::Value;
 use super::{CorrectionRecord, ModelCallRecord, RepairRecord, StepRecord, StopReason, UsageTotals};
 use crate::model::{ModelReply, ModelRequest, Protocol};
 use crate::policy::BreakerTransition;
+use crate::probe::ProtocolReason;
 use crate::stage::Stage;
 
 /// One thing that happened in a run, in the order it happened.
@@ -20,6 +21,9 @@ pub enum TraceEvent {
         model: String,
         /// The decision protocol.
         protocol: Protocol,
+        /// Why that protocol, when the agent was told.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        protocol_reason: Option<ProtocolReason>,
     },
     /// A model call returned.
     ModelCall {

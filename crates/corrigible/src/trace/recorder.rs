@@ -10,6 +10,7 @@ use crate::decision::Decision;
 use crate::decision::repair::RepairKind;
 use crate::model::{ModelReply, ModelRequest, Protocol, Usage};
 use crate::policy::{BreakerState, BreakerTransition};
+use crate::probe::ProtocolReason;
 use crate::stage::Stage;
 
 /// How a run ended, as the loop decides it.
@@ -37,7 +38,7 @@ impl Recorder {
         run_id: &str,
         prompt: &str,
         model: &str,
-        protocol: Protocol,
+        (protocol, protocol_reason): (Protocol, Option<ProtocolReason>),
         sink: Arc<dyn TraceSink>,
     ) -> Self {
         let report = RunReport {
@@ -55,6 +56,8 @@ impl Recorder {
             output: None,
             prompt: prompt.to_string(),
             model: model.to_string(),
+            protocol: Some(protocol),
+            protocol_reason,
             duration_ms: 0.0,
         };
         sink.event(&TraceEvent::RunStarted {
@@ -62,6 +65,7 @@ impl Recorder {
             prompt: prompt.to_string(),
             model: model.to_string(),
             protocol,
+            protocol_reason,
         });
         Self {
             sink,

@@ -3,8 +3,9 @@ use serde_json::Value;
 
 use crate::correction::rejection::Category;
 use crate::decision::repair::RepairKind;
-use crate::model::Reasoning;
+use crate::model::{Protocol, Reasoning};
 use crate::policy::BreakerTransition;
+use crate::probe::ProtocolReason;
 use crate::stage::Stage;
 
 /// Why a run stopped (contract values).
@@ -228,6 +229,12 @@ pub struct RunReport {
     pub prompt: String,
     /// The model's name.
     pub model: String,
+    /// The decision protocol the run spoke (absent from reports written before it was kept).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol: Option<Protocol>,
+    /// Why that protocol, when the agent was told.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub protocol_reason: Option<ProtocolReason>,
     /// Wall time of the run.
     pub duration_ms: f64,
 }

@@ -268,12 +268,24 @@ function thought(reasoning) {
       h("code", { text: f.expression + " = " + f.stated + " → " + f.value }))));
 }
 
+const PROBE_FINDINGS = {
+  native_call: "the server returned the call in tool_calls",
+  call_as_text: "the server returned the call written in the reply text",
+  empty_reply: "the server returned an empty reply",
+  no_call: "the server returned text with no call",
+};
+
+function protocolReason(reason) {
+  if (!reason || reason.by !== "probe") return "";
+  return " (probed: " + (PROBE_FINDINGS[reason.finding] || reason.finding) + ")";
+}
+
 function renderEvent(ev, totals, corrections) {
   switch (ev.type) {
     case "run_started":
       return item("run_started", null, "Started",
         h("div", { class: "tl-line" }, h("span", { text: "model " }), h("code", { text: ev.model }),
-          h("span", { class: "tl-detail", text: ev.protocol + " protocol" })));
+          h("span", { class: "tl-detail", text: ev.protocol + " protocol" + protocolReason(ev.protocol_reason) })));
     case "model_call": {
       const r = ev.record;
       totals.modelCalls += 1;
