@@ -4,6 +4,7 @@ use super::unique_keys::{self, UniqueKeysError};
 use super::{Action, Decision, Final, normalize};
 use crate::correction::rejection::{Category, Rejection};
 use crate::decision::repair::{RepairKind, Unrepairable, repair_value};
+use crate::evidence::declined::declines;
 use crate::message::ToolCall;
 use crate::model::ModelReply;
 use crate::tool::FINAL_ANSWER;
@@ -130,8 +131,9 @@ pub fn parse_text(text: &str, allow_repair: bool) -> Parsed {
     }
 }
 
-/// Parses a native-protocol reply: one decision per tool call, or a plain text reply taken as a
-/// satisfied final answer.
+/// Parses a native-protocol reply: one decision per tool call, or a plain text reply taken as
+/// the final answer: satisfied unless it opens by declining the request
+/// ([`crate::evidence::declined`]).
 pub fn parse_native(reply: &ModelReply, allow_repair: bool) -> Vec<Parsed> {
     let text = reply.text.as_deref().unwrap_or("").trim();
     if reply.tool_calls.is_empty() {
@@ -143,7 +145,7 @@ pub fn parse_native(reply: &ModelReply, allow_repair: bool) -> Vec<Parsed> {
         }
         return vec![Parsed {
             decision: Ok(Decision::Final(Final {
-                satisfied: true,
+                satisfied: !declines(text),
                 summary: text.to_string(),
                 call_id: None,
             })),

@@ -4,6 +4,7 @@
 
 pub mod claimed_action;
 pub mod coverage;
+pub mod declined;
 pub mod echo;
 pub mod grounding;
 pub mod implied;
