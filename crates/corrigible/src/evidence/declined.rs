@@ -67,10 +67,7 @@ pub fn declines(answer: &str) -> bool {
         .to_lowercase()
         .replace(['\u{2019}', '\u{2018}'], "'");
     let mut rest = first.trim();
-    loop {
-        let Some(opener) = OPENERS.iter().find(|o| rest.starts_with(**o)) else {
-            break;
-        };
+    while let Some(opener) = OPENERS.iter().find(|o| rest.starts_with(**o)) {
         rest = rest[opener.len()..].trim_start_matches([',', ' ', ':', '-']);
     }
     let rest = rest.strip_prefix("but ").unwrap_or(rest);
