@@ -223,10 +223,13 @@ fn left_side(chars: &[char], at: usize) -> Option<String> {
             side.remove(0);
         }
     }
+    let negative =
+        matches!(side.first(), Some('-' | '−')) && side.get(1).is_some_and(char::is_ascii_digit);
     if depth(&side) != 0
-        || !side
-            .first()
-            .is_some_and(|c| c.is_ascii_digit() || "($€£.".contains(*c))
+        || !(negative
+            || side
+                .first()
+                .is_some_and(|c| c.is_ascii_digit() || "($€£.".contains(*c)))
     {
         return None;
     }
@@ -382,6 +385,9 @@ mod tests {
         assert_eq!(wrong("\\( 12 \\times 4 = 50 \\)"), ["12  *  4 = 50"]);
         assert_eq!(wrong("\\frac{90}{3} = 20 minutes"), ["(90)/(3) = 20"]);
         assert_eq!(wrong("$1,200 + $300 = $1,600"), ["$1,200 + $300 = 1,600"]);
+        assert_eq!(wrong("-17 + 5 * 3 = -26"), ["-17 + 5 * 3 = -26"]);
+        assert_eq!(wrong("It is −4 + 10 = 5 degrees."), ["−4 + 10 = 5"]);
+        assert!(wrong("-17 + 5 * 3 = -2, and -5 + 10 = 5.").is_empty());
     }
 
     #[test]
