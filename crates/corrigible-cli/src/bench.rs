@@ -159,9 +159,9 @@ async fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, S
         eprintln!("note: --constrain applies to the embedded model only; ignored");
     }
     let mut setup = setup::model(args)?;
-    setup::probe(&mut setup).await.map_err(|e| {
-        anyhow!("probing the server's tool calling: {e} (choose --protocol to skip the probe)")
-    })?;
+    setup::probe(&mut setup)
+        .await
+        .map_err(|e| anyhow!(setup::probe_failure_message(e)))?;
     if let corrigible::ProtocolReason::Probe { .. } = setup.protocol_reason {
         eprintln!("protocol: {:?} ({})", setup.protocol, setup.protocol_reason);
     }

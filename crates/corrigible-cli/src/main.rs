@@ -168,14 +168,9 @@ async fn build_agent(
 
 /// A probe of the server's tool calling that could not be made.
 fn probe_failure(e: corrigible::ModelError) -> Failure {
-    let hint = "(choose --protocol json or native to skip the probe)";
     match e {
-        corrigible::ModelError::Transport(m) => {
-            Failure::Transport(format!("probing the server's tool calling: {m} {hint}"))
-        }
-        other => Failure::Usage(anyhow::anyhow!(
-            "probing the server's tool calling: {other} {hint}"
-        )),
+        corrigible::ModelError::Transport(m) => Failure::Transport(setup::probe_failure_message(m)),
+        other => Failure::Usage(anyhow::anyhow!(setup::probe_failure_message(other))),
     }
 }
 

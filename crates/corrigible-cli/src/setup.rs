@@ -118,7 +118,15 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
                 ..
             }
         )
-        && compatible_server(args.base_url.as_deref());
+        && compatible_server(
+            ProviderOptions {
+                base_url: args.base_url.clone(),
+                ..Default::default()
+            }
+            .with_env_from(Provider::OpenAi, |name| std::env::var(name).ok())
+            .base_url
+            .as_deref(),
+        );
     let mut factory = None;
     let model: Arc<dyn Model> = match &spec {
         ModelSpec::Local { arg } => {
@@ -176,15 +184,20 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
     })
 }
 
-/// Whether the `openai:` base URL (`--base-url`, else `OPENAI_BASE_URL`) is a server other
-/// than OpenAI's own API, whose tool calling is not known.
-fn compatible_server(flag: Option<&str>) -> bool {
-    let url = flag
-        .map(str::to_string)
-        .or_else(|| std::env::var("OPENAI_BASE_URL").ok())
-        .unwrap_or_default();
-    let url = url.trim().trim_end_matches('/');
-    !url.is_empty() && url != Provider::OpenAi.default_base_url()
+/// Whether the configured `openai:` base URL is a server other than OpenAI's own API, whose
+/// tool calling is not known.
+fn compatible_server(base_url: Option<&str>) -> bool {
+    base_url
+        .map(|url| url.trim().trim_end_matches('/'))
+        .is_some_and(|url| !url.is_empty() && url != Provider::OpenAi.default_base_url())
+}
+
+/// What a failed probe says, with how to skip it.
+pub fn probe_failure_message(error: impl std::fmt::Display) -> String {
+    format!(
+        "probing the server's tool calling: {error} (choose --protocol json or native to skip \
+         the probe)"
+    )
 }
 
 /// For an OpenAI-compatible server with no protocol configured, sends one probe request and

@@ -578,6 +578,10 @@ mod tests {
             "The call was:\n```json\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}, \"result\": 6}\n```",
             "The result:\n```json\n{\"name\": \"calculator\", \"value\": 6}\n```",
             "Inline ```{\"name\": \"calculator\", \"arguments\": {}}```",
+            "The call was:\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}, \"result\": 6}",
+            "The call was:\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}\nand it gave 6.",
+            "A search call:\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}",
+            "The result:\n{\"name\": \"calculator\", \"value\": 6}",
         ];
         for text in answers {
             assert_eq!(find(text, &TOOLS), Found::NotACall, "{text}");
@@ -617,15 +621,6 @@ mod tests {
             find(multiline, &TOOLS),
             Found::Calls(vec![("weather".into(), Some(json!({"city": "Lisbon"})))])
         );
-        let not_calls = [
-            "The call was:\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}, \"result\": 6}",
-            "The call was:\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}\nand it gave 6.",
-            "A search call:\n{\"name\": \"search\", \"arguments\": {\"q\": \"x\"}}",
-            "The result:\n{\"name\": \"calculator\", \"value\": 6}",
-        ];
-        for text in not_calls {
-            assert_eq!(find(text, &TOOLS), Found::NotACall, "{text}");
-        }
     }
 
     #[test]
