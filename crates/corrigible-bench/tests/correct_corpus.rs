@@ -94,3 +94,30 @@ async fn echo_catches_copied_examples_and_sends_back_no_correct_work() {
     );
     assert_eq!(caught, echoes, "{table}");
 }
+
+#[tokio::test]
+async fn declined_request_catches_declines_sent_as_satisfied_and_sends_back_no_correct_work() {
+    let corpus = trajectory::builtin().unwrap();
+    let sets = [RuleSet {
+        name: "declined_request".into(),
+        checks: Checks::only("declined_request").unwrap(),
+    }];
+    let report = run_corpus_with(&corpus, &sets).await.unwrap();
+    let row = report.row("declined_request").unwrap();
+    let table = corrigible_bench::correct::table(&report);
+    assert_eq!(row.false_rejections_total, 0, "{table}");
+    let declines = corpus
+        .iter()
+        .filter(|t| t.id.starts_with("decline_"))
+        .count();
+    let caught = row
+        .catches
+        .iter()
+        .filter(|c| c.id.starts_with("decline_"))
+        .count();
+    println!(
+        "declined_request caught {caught} of {declines} declines sent as satisfied, {} mistakes in all",
+        row.caught
+    );
+    assert_eq!(caught, declines, "{table}");
+}

@@ -449,6 +449,74 @@ async fn a_claimed_action_is_never_accepted_once_the_corrections_are_spent() {
 }
 
 #[tokio::test]
+async fn a_decline_sent_as_satisfied_is_corrected_to_an_honest_refusal() {
+    let model = Arc::new(Scripted::texts(&[
+        &final_answer(true, "I'm sorry, but I cannot play music."),
+        &final_answer(
+            false,
+            "I can't play music: none of my tools can reach a speaker.",
+        ),
+    ]));
+    let report = agent(model)
+        .policy(Policy::default())
+        .build()
+        .unwrap()
+        .run("Play some relaxing jazz music.")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(
+        (c.category, c.step, c.corrected),
+        (Category::DeclinedRequest, 1, true)
+    );
+    assert!(c.error.contains("satisfied false"), "{}", c.error);
+    assert!(!report.satisfied);
+    assert_eq!(
+        report.final_summary.as_deref(),
+        Some("I can't play music: none of my tools can reach a speaker.")
+    );
+}
+
+#[tokio::test]
+async fn a_decline_that_a_tool_could_answer_is_sent_back_for_the_call() {
+    let model = Arc::new(Scripted::texts(&[
+        &final_answer(
+            true,
+            "I'm sorry, but I can't provide that without a tool call.",
+        ),
+        &action("calculator", json!({"expression": "2*(3+4)"})),
+        &final_answer(true, "2*(3+4) is 14."),
+    ]));
+    let report = agent(model)
+        .policy(Policy::default())
+        .build()
+        .unwrap()
+        .run("What is 2*(3+4)?")
+        .await
+        .unwrap();
+    assert_eq!(report.corrections[0].category, Category::DeclinedRequest);
+    assert!(report.satisfied);
+    assert_eq!(report.steps.len(), 1);
+}
+
+#[tokio::test]
+async fn an_answer_that_only_hedges_is_not_a_decline() {
+    let model = Arc::new(Scripted::texts(&[&final_answer(
+        true,
+        "I can't be sure, but the capital of Australia is Canberra.",
+    )]));
+    let report = agent(model)
+        .policy(Policy::default())
+        .build()
+        .unwrap()
+        .run("What is the capital of Australia?")
+        .await
+        .unwrap();
+    assert!(report.corrections.is_empty(), "{:?}", report.corrections);
+    assert!(report.satisfied);
+}
+
+#[tokio::test]
 async fn a_claimed_action_after_a_read_only_tool_names_the_tools_that_ran() {
     let model = Arc::new(Scripted::texts(&[
         &action("calculator", json!({"expression": "2*(3+4)"})),

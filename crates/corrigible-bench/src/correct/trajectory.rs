@@ -10,7 +10,7 @@ use crate::error::BenchError;
 /// and mistakes: real ones of the embedded models (wrong answers of bench runs, slips in a
 /// thought before the answer, and a worked example's answer copied for another question), and
 /// hand-written claims of actions no tool carried out.
-const BUILTIN: [(&str, &str); 7] = [
+const BUILTIN: [(&str, &str); 8] = [
     (
         "hand.jsonl",
         include_str!("../../../../bench/data/correct/hand.jsonl"),
@@ -38,6 +38,10 @@ const BUILTIN: [(&str, &str); 7] = [
     (
         "echoes.jsonl",
         include_str!("../../../../bench/data/correct/echoes.jsonl"),
+    ),
+    (
+        "declines.jsonl",
+        include_str!("../../../../bench/data/correct/declines.jsonl"),
     ),
 ];
 

@@ -6,6 +6,7 @@ use crate::correction::rejection::{Category, Rejection};
 use crate::decision::Decision;
 use crate::discovery::{closest, shortened_schema};
 use crate::evidence::claimed_action::{ClaimKind, claimed_actions};
+use crate::evidence::declined::declines;
 use crate::evidence::echo::{default_instructions, echo_in, example_echo, without_quotes};
 use crate::evidence::grounding::Evidence;
 use crate::message::MessageKind;
@@ -108,6 +109,17 @@ impl Run<'_> {
                     && let Some(message) = self.unsupported_claim(&answer.summary)
                 {
                     return Err(Rejection::new(Category::ClaimedAction, message));
+                }
+                if answer.satisfied
+                    && self.policy.checks.declined_request
+                    && declines(&answer.summary)
+                {
+                    return Err(Rejection::new(
+                        Category::DeclinedRequest,
+                        "the answer declines the request, yet says satisfied true: if a tool \
+                         can do what was asked, call it; if nothing can, give the answer with \
+                         satisfied false and say why",
+                    ));
                 }
                 if answer.satisfied && self.policy.checks.wrong_arithmetic {
                     let slips = slips(&answer.summary, reasoning);

@@ -142,8 +142,8 @@ impl CorrectionContext {
     /// After `invalid_tool_input`: that tool or a final answer. After `repeated_failed_action`:
     /// any action but the failed ones. After `repeated_action`: any action but the failed and
     /// the successful ones, or a final answer. Once the slot's corrections of repeats are spent
-    /// (`Limits::max_repeats`; by default at the second), only a final answer. After `ungrounded_final` and
-    /// `claimed_action`: an action or an unsatisfied final. After
+    /// (`Limits::max_repeats`; by default at the second), only a final answer. After `ungrounded_final`,
+    /// `claimed_action` and `declined_request`: an action or an unsatisfied final. After
     /// `ungrounded_argument` in the first round: an action (the same tool with values from the
     /// conversation, or another tool that finds the missing value), later also an unsatisfied
     /// final. After `unstated_result`: an action, or a final that begins with a fact. After
@@ -196,9 +196,10 @@ impl CorrectionContext {
                     .cloned()
                     .collect(),
             },
-            (Category::UngroundedFinal | Category::ClaimedAction, _) => {
-                Allowed::ActionOrUnsatisfiedFinal
-            }
+            (
+                Category::UngroundedFinal | Category::ClaimedAction | Category::DeclinedRequest,
+                _,
+            ) => Allowed::ActionOrUnsatisfiedFinal,
             (Category::ActionBudgetSpent, _) => Allowed::FinalOnly,
             (Category::UnstatedResult, _) if !self.facts.is_empty() => Allowed::FinalStating {
                 facts: self.facts.clone(),

@@ -31,6 +31,9 @@ pub enum Category {
     /// `satisfied: true` with an answer that says an action was carried out ("I have sent the
     /// email") while no tool able to act succeeded in the run.
     ClaimedAction,
+    /// `satisfied: true` with an answer that opens by declining the request ("I'm sorry, but I
+    /// cannot assist with that.").
+    DeclinedRequest,
     /// `satisfied: true` with an answer that rests on a wrong calculation: one the answer
     /// states (`5 * 3 = 16`), or one of the reasoning before it whose result the answer uses.
     WrongArithmetic,
@@ -58,7 +61,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 19] = [
+    pub const ALL: [Category; 20] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
@@ -69,6 +72,7 @@ impl Category {
         Category::UngroundedFinal,
         Category::Echo,
         Category::ClaimedAction,
+        Category::DeclinedRequest,
         Category::WrongArithmetic,
         Category::UnstatedResult,
         Category::UngroundedArgument,
@@ -93,6 +97,7 @@ impl Category {
             Category::UngroundedFinal => "ungrounded_final",
             Category::Echo => "echo",
             Category::ClaimedAction => "claimed_action",
+            Category::DeclinedRequest => "declined_request",
             Category::WrongArithmetic => "wrong_arithmetic",
             Category::UnstatedResult => "unstated_result",
             Category::UngroundedArgument => "ungrounded_argument",
@@ -119,6 +124,7 @@ impl Category {
                 | Category::UngroundedFinal
                 | Category::Echo
                 | Category::ClaimedAction
+                | Category::DeclinedRequest
                 | Category::WrongArithmetic
                 | Category::UnstatedResult
                 | Category::UngroundedArgument

@@ -3,8 +3,9 @@
 //!
 //! Under the native protocol a plain text reply is the final answer, and nothing in it says
 //! whether the request was fulfilled. One that opens by saying it cannot do what was asked is
-//! recorded unsatisfied, never as a success. Only the first sentence is read, and only an
-//! inability to act (a short list of verbs after `can't`, `cannot`, `unable to`, `not able
+//! recorded unsatisfied, never as a success; a JSON decision that says `satisfied: true` on such
+//! an answer is sent back as `declined_request`. Only the first sentence is read, and only an
+//! inability to act (a list of verbs of acting after `can't`, `cannot`, `unable to`, `not able
 //! to`): "I can't be sure, but it is 42" is an answer.
 
 const INABILITY: [&str; 9] = [
@@ -30,7 +31,7 @@ const OPENERS: [&str; 8] = [
     "but",
 ];
 
-const ACTS: [&str; 24] = [
+const ACTS: [&str; 47] = [
     "fulfill",
     "fulfil",
     "complete",
@@ -55,6 +56,29 @@ const ACTS: [&str; 24] = [
     "browse",
     "schedule",
     "purchase",
+    "play",
+    "remind",
+    "call ",
+    "set ",
+    "lock",
+    "unlock",
+    "open ",
+    "close ",
+    "buy",
+    "pay ",
+    "transfer",
+    "post ",
+    "delete",
+    "cancel",
+    "reserve",
+    "share",
+    "text ",
+    "email",
+    "message",
+    "contact",
+    "check",
+    "look up",
+    "find out",
 ];
 
 /// Whether `answer`'s first sentence says it cannot do what was asked.
@@ -98,6 +122,12 @@ mod tests {
             "As an AI, I can't order food for you.",
             "I can't help with that.",
             "I won't be able to complete this request",
+            "I'm sorry, but I cannot play music. I am an AI language model.",
+            "I can't remind you to call your mother at 5 pm: none of my tools can reach your phone.",
+            "I'm sorry, I'm unable to access your current location.",
+            "I apologize, but I cannot fulfill your request as it lacks a tool call.",
+            "I can't call you in Mumbai at 17:30.",
+            "I cannot lock the front door of your house as I am an AI assistant.",
         ] {
             assert!(declines(text), "{text}");
         }
@@ -113,6 +143,9 @@ mod tests {
             "Sorry for the wait: it is 18°C in Paris.",
             "I can tell you that it is 18°C in Paris.",
             "You cannot book flights on Sundays, the airline says.",
+            "I can't say for sure, but it is probably 42.",
+            "I can't stress enough that 12 + 30 = 42.",
+            "I can't believe how warm it is: 31°C in Madrid.",
             "",
         ] {
             assert!(!declines(text), "{text}");

@@ -20,6 +20,9 @@ pub struct Checks {
     /// `claimed_action`: a satisfied answer that says an action was carried out ("I have sent
     /// the email", "the lights have been turned off") while no tool able to act succeeded.
     pub claimed_action: bool,
+    /// `declined_request`: a satisfied answer that opens by declining the request ("I'm sorry,
+    /// but I cannot assist with that.").
+    pub declined_request: bool,
     /// `wrong_arithmetic`: a satisfied answer resting on a calculation that does not hold,
     /// stated in the answer or in the reasoning before it (`20 + 80 + 160 = 460`).
     pub wrong_arithmetic: bool,
@@ -43,6 +46,7 @@ impl Checks {
         ungrounded_final: true,
         echo: true,
         claimed_action: true,
+        declined_request: true,
         wrong_arithmetic: true,
         ungrounded_argument: false,
         unstated_result: false,
@@ -56,6 +60,7 @@ impl Checks {
         ungrounded_final: true,
         echo: true,
         claimed_action: true,
+        declined_request: true,
         wrong_arithmetic: true,
         ungrounded_argument: true,
         unstated_result: true,
@@ -68,6 +73,7 @@ impl Checks {
         ungrounded_final: false,
         echo: false,
         claimed_action: false,
+        declined_request: false,
         wrong_arithmetic: false,
         ungrounded_argument: false,
         unstated_result: false,
@@ -76,11 +82,12 @@ impl Checks {
     };
 
     /// Each rule's name (its rejection category) and whether it is on, in contract order.
-    pub fn rules(&self) -> [(&'static str, bool); 8] {
+    pub fn rules(&self) -> [(&'static str, bool); 9] {
         [
             ("ungrounded_final", self.ungrounded_final),
             ("echo", self.echo),
             ("claimed_action", self.claimed_action),
+            ("declined_request", self.declined_request),
             ("wrong_arithmetic", self.wrong_arithmetic),
             ("ungrounded_argument", self.ungrounded_argument),
             ("unstated_result", self.unstated_result),
@@ -105,6 +112,7 @@ impl Checks {
             "ungrounded_final" => &mut checks.ungrounded_final,
             "echo" => &mut checks.echo,
             "claimed_action" => &mut checks.claimed_action,
+            "declined_request" => &mut checks.declined_request,
             "wrong_arithmetic" => &mut checks.wrong_arithmetic,
             "ungrounded_argument" => &mut checks.ungrounded_argument,
             "unstated_result" => &mut checks.unstated_result,
