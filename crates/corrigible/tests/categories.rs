@@ -449,6 +449,35 @@ async fn a_claimed_action_is_never_accepted_once_the_corrections_are_spent() {
 }
 
 #[tokio::test]
+async fn an_answer_that_promises_a_call_is_sent_back_for_the_call() {
+    let model = Arc::new(Scripted::texts(&[
+        &final_answer(
+            true,
+            "Now, I will use the calculator to find the product of 1234 and 5678.",
+        ),
+        &action("calculator", json!({"expression": "1234 * 5678"})),
+        &final_answer(true, "1234 * 5678 = 7006652."),
+    ]));
+    let report = agent(model)
+        .policy(Policy::default())
+        .build()
+        .unwrap()
+        .run("What is 1234 * 5678? Use the calculator.")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(c.category, Category::ClaimedAction);
+    assert!(
+        c.error.contains("`i will use the calculator`"),
+        "{}",
+        c.error
+    );
+    assert!(c.error.contains("call `calculator` now"), "{}", c.error);
+    assert!(report.satisfied);
+    assert_eq!(report.steps.len(), 1);
+}
+
+#[tokio::test]
 async fn a_decline_sent_as_satisfied_is_corrected_to_an_honest_refusal() {
     let model = Arc::new(Scripted::texts(&[
         &final_answer(true, "I'm sorry, but I cannot play music."),

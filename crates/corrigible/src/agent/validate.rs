@@ -9,6 +9,7 @@ use crate::evidence::claimed_action::{ClaimKind, claimed_actions};
 use crate::evidence::declined::declines;
 use crate::evidence::echo::{default_instructions, echo_in, example_echo, without_quotes};
 use crate::evidence::grounding::Evidence;
+use crate::evidence::promised_call::promised_call;
 use crate::message::MessageKind;
 
 /// Most tool names an `unknown_tool` correction lists in full.
@@ -106,7 +107,9 @@ impl Run<'_> {
                 }
                 if answer.satisfied
                     && self.policy.checks.claimed_action
-                    && let Some(message) = self.unsupported_claim(&answer.summary)
+                    && let Some(message) = self
+                        .unsupported_claim(&answer.summary)
+                        .or_else(|| self.promised_call(&answer.summary))
                 {
                     return Err(Rejection::new(Category::ClaimedAction, message));
                 }
@@ -222,6 +225,17 @@ impl Run<'_> {
         Some(format!(
             "the answer says `{}`, but {done}; {next}",
             claim.phrase
+        ))
+    }
+
+    /// Why `summary` is no answer: it promises a call of one of the run's tools, and a final
+    /// answer ends the run.
+    fn promised_call(&self, summary: &str) -> Option<String> {
+        let phrase = promised_call(summary, &self.tools.names())?;
+        let tool = phrase.rsplit(' ').next().unwrap_or_default().to_string();
+        Some(format!(
+            "the answer says `{phrase}`, but a final answer ends the run, so nothing more will \
+             be done: call `{tool}` now, or give the final answer from what the run has"
         ))
     }
 

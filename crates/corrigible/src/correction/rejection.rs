@@ -29,7 +29,8 @@ pub enum Category {
     /// instructions, correction feedback, budget messages or worked examples).
     Echo,
     /// `satisfied: true` with an answer that says an action was carried out ("I have sent the
-    /// email") while no tool able to act succeeded in the run.
+    /// email") while no tool able to act succeeded in the run, or that promises a call of one
+    /// of the run's tools ("Now, I will use the calculator…").
     ClaimedAction,
     /// `satisfied: true` with an answer that opens by declining the request ("I'm sorry, but I
     /// cannot assist with that.").

@@ -10,4 +10,5 @@ pub mod grounding;
 pub mod implied;
 pub mod number_words;
 pub mod numbers;
+pub mod promised_call;
 pub mod provenance;

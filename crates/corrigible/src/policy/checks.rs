@@ -18,7 +18,8 @@ pub struct Checks {
     /// correction feedback or budget messages, a worked example) instead of answering.
     pub echo: bool,
     /// `claimed_action`: a satisfied answer that says an action was carried out ("I have sent
-    /// the email", "the lights have been turned off") while no tool able to act succeeded.
+    /// the email", "the lights have been turned off") while no tool able to act succeeded, or
+    /// that promises a call of one of the run's tools.
     pub claimed_action: bool,
     /// `declined_request`: a satisfied answer that opens by declining the request ("I'm sorry,
     /// but I cannot assist with that.").
