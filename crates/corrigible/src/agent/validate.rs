@@ -7,7 +7,9 @@ use crate::decision::Decision;
 use crate::discovery::{closest, shortened_schema};
 use crate::evidence::claimed_action::{ClaimKind, claimed_actions};
 use crate::evidence::declined::declines;
-use crate::evidence::echo::{default_instructions, echo_in, example_echo, without_quotes};
+use crate::evidence::echo::{
+    default_instructions, echo_in, example_echo, markup_in, without_quotes,
+};
 use crate::evidence::grounding::Evidence;
 use crate::evidence::promised_call::promised_call;
 use crate::message::MessageKind;
@@ -254,7 +256,9 @@ impl Run<'_> {
         }
         let mut ours = vec![default_instructions()];
         ours.extend(feedback.iter().map(String::as_str));
-        echo_in(summary, &ours, &theirs)
+        markup_in(summary, &self.request)
+            .map(str::to_string)
+            .or_else(|| echo_in(summary, &ours, &theirs))
             .or_else(|| example_echo(summary, &self.agent.worked, &self.request, &theirs))
     }
 

@@ -6,7 +6,8 @@
 //! correction it just received, or the budget message. Such an answer must never count as a
 //! success. Words are compared lowercased, split on everything but letters and digits, in runs
 //! of [`ECHO_WORDS`]; a run that the request or a tool result also contains is the user's or
-//! the world's, not ours.
+//! the world's, not ours. The chat-template markup that carries tool results to the model
+//! (`<tool_response>`) counts as ours too: an answer that writes it makes up a result.
 
 use std::borrow::Cow;
 use std::collections::HashSet;
@@ -48,6 +49,26 @@ pub fn echo_in(answer: &str, ours: &[&str], theirs: &[&str]) -> Option<String> {
         .windows(ECHO_WORDS)
         .map(|run| run.join(" "))
         .find(|run| echoed.contains(run) && !said.contains(run))
+}
+
+/// The chat-template markup that carries calls and tool results to a model, which a server
+/// renders from our messages: never part of an answer.
+const MARKUP: [&str; 6] = [
+    "<tool_response>",
+    "</tool_response>",
+    "<tool_call>",
+    "</tool_call>",
+    "<|im_start|>",
+    "<|im_end|>",
+];
+
+/// The template markup `answer` repeats (`<tool_response>`), unless the request itself has it.
+pub fn markup_in(answer: &str, request: &str) -> Option<&'static str> {
+    let answer = answer.to_lowercase();
+    let request = request.to_lowercase();
+    MARKUP
+        .into_iter()
+        .find(|tag| answer.contains(tag) && !request.contains(tag))
 }
 
 /// The default system prompt's own words, taken out of its template once.
@@ -284,6 +305,26 @@ mod tests {
         assert_eq!(
             without_quotes("the answer says `I have sent it`, but no tool ran"),
             "the answer says  , but no tool ran"
+        );
+    }
+
+    #[test]
+    fn template_markup_in_an_answer_is_ours() {
+        let answer = "I apologize for the oversight. Let's correct the decision:\n\n<tool_response>\naccepted\n</tool_response>";
+        assert_eq!(
+            markup_in(answer, "What is 1234 * 5678?"),
+            Some("<tool_response>")
+        );
+        assert_eq!(
+            markup_in("1234 * 5678 = 7006652.", "What is 1234 * 5678?"),
+            None
+        );
+        assert_eq!(
+            markup_in(
+                "It marks a call: <tool_call> opens it.",
+                "What does <tool_call> mean in Qwen's template?"
+            ),
+            None
         );
     }
 }

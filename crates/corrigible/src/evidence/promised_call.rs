@@ -2,8 +2,9 @@
 //! the calculator to find the product of 1234 and 5678."
 //!
 //! A final answer ends the run, so nothing it promises will be done. A first-person future or
-//! `let me` (`I will`, `I'll`, `I am going to`, `let me`), a verb of calling (`use`, `call`,
-//! `run`, `invoke`, `try`), then the name of a tool the run has, within a few words, is such a
+//! `let me` (`I will`, `I'll`, `I am going to`, `let me`), then, in the same sentence, a verb
+//! of calling (`use`, `call`, `run`, `invoke`, `try`) with the name of a tool the run has right
+//! after it, or a tool's name followed by `tool` (`using the calculator tool`), is such a
 //! promise. A past use (`I used the calculator`) is an account, and an offer that waits for the
 //! user (`I can use the weather tool if you want`) names no future of the agent's own.
 
@@ -24,39 +25,48 @@ const VERBS: [&str; 6] = ["use", "call", "run", "invoke", "try", "query"];
 
 const FILLERS: [&str; 6] = ["the", "now", "again", "first", "a", "our"];
 
+/// Words that name what comes before them as a tool (`the calculator tool`).
+const TOOL_NOUNS: [&str; 2] = ["tool", "function"];
+
 /// The promise `answer` makes to call one of `tools`, as written (lowercased), if any.
 pub fn promised_call(answer: &str, tools: &[&str]) -> Option<String> {
     let text = answer
         .to_lowercase()
         .replace(['\u{2019}', '\u{2018}'], "'")
         .replace('`', "");
-    let words: Vec<&str> = text
+    text.split(['.', '!', '?', '\n', ';'])
+        .find_map(|sentence| promise_in(sentence, tools))
+}
+
+/// A promise in one sentence: a future of the agent's own, then, later in the sentence, a verb
+/// of calling with a tool's name after it (`use the calculator`) or a tool named as one
+/// (`using the calculator tool`).
+fn promise_in(sentence: &str, tools: &[&str]) -> Option<String> {
+    let words: Vec<&str> = sentence
         .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '_' || c == '-'))
         .filter(|w| !w.is_empty())
         .collect();
-    for (i, _) in words.iter().enumerate() {
-        let Some(future_len) = FUTURES.iter().find_map(|f| {
+    let is_tool = |w: &str| tools.iter().any(|t| t.eq_ignore_ascii_case(w));
+    let start = (0..words.len()).find_map(|i| {
+        FUTURES.iter().find_map(|f| {
             let parts: Vec<&str> = f.split(' ').collect();
-            words[i..].starts_with(&parts).then_some(parts.len())
-        }) else {
-            continue;
-        };
-        let mut j = i + future_len;
-        while words.get(j).is_some_and(|w| FILLERS.contains(w)) {
-            j += 1;
-        }
-        if !words.get(j).is_some_and(|w| VERBS.contains(w)) {
-            continue;
-        }
-        let verb_end = j + 1;
-        for k in verb_end..(verb_end + MAX_GAP_WORDS + 1).min(words.len()) {
-            let word = words[k];
-            if tools.iter().any(|t| t.eq_ignore_ascii_case(word)) {
-                return Some(words[i..=k].join(" "));
+            words[i..].starts_with(&parts).then_some(i)
+        })
+    })?;
+    for j in start + 1..words.len() {
+        if VERBS.contains(&words[j]) {
+            let mut k = j + 1;
+            let mut gap = 0;
+            while words.get(k).is_some_and(|w| FILLERS.contains(w)) && gap < MAX_GAP_WORDS {
+                k += 1;
+                gap += 1;
             }
-            if !FILLERS.contains(&word) {
-                break;
+            if words.get(k).is_some_and(|w| is_tool(w)) {
+                return Some(words[start..=k].join(" "));
             }
+        }
+        if is_tool(words[j]) && words.get(j + 1).is_some_and(|w| TOOL_NOUNS.contains(w)) {
+            return Some(words[start..=j + 1].join(" "));
         }
     }
     None
@@ -107,6 +117,8 @@ mod tests {
             "I will use an umbrella: it is raining in Paris (weather: 12°C, rain).",
             "It is 14:05 in Tokyo; I'll call it a day.",
             "You will need to run the numbers again.",
+            "I'll be there in time for the weather report.",
+            "The calculator tool returned 7006652, and I will remember it.",
             "",
         ] {
             assert_eq!(promised_call(text, &TOOLS), None, "{text}");
