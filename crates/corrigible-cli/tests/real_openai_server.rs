@@ -1,8 +1,10 @@
-//! End to end against a real OpenAI-compatible server: llama-cpp-python's
-//! (`python -m llama_cpp.server`, from PyPI) serving the embedded model's GGUF on 127.0.0.1.
+//! End to end against real OpenAI-compatible servers serving the embedded models' GGUF files on
+//! 127.0.0.1: llama-cpp-python's (`python -m llama_cpp.server`, from PyPI) and llama.cpp's own
+//! `llama-server --jinja` (built from PyPI's source by `scripts/build-llama-server`).
 //!
-//! The server's Python is `CORRIGIBLE_LLAMA_PYTHON` (default `python3`). Under CI (`CI=true`)
-//! a missing server fails these tests; elsewhere they are skipped with a message.
+//! The first server's Python is `CORRIGIBLE_LLAMA_PYTHON` (default `python3`); the second
+//! server's binary is `CORRIGIBLE_LLAMA_SERVER` (default: where the script puts it). Under CI
+//! (`CI=true`) a missing server fails these tests; elsewhere they are skipped with a message.
 //!
 //! With SmolLM2-135M, which is tiny, they assert what the server and the client must get right
 //! whatever it answers: every request is accepted, a forced correction round yields a native
@@ -119,30 +121,36 @@ async fn start_with(model: &std::path::Path, threads: u32) -> LlamaServer {
         child,
         base_url: format!("http://127.0.0.1:{port}/v1"),
     };
+    ready(&mut server, port, "/v1/models").await;
+    server
+}
+
+/// Waits until `GET path` answers 200, failing if the server exits or takes too long.
+async fn ready(server: &mut LlamaServer, port: u16, path: &str) {
     let started = Instant::now();
     loop {
         if let Ok(Some(status)) = server.child.try_wait() {
-            panic!("llama_cpp.server exited at startup: {status}");
+            panic!("the server exited at startup: {status}");
         }
-        if models_listed(port) {
-            return server;
+        if answers_ok(port, path) {
+            return;
         }
         assert!(
             started.elapsed() < STARTUP,
-            "llama_cpp.server not ready after {STARTUP:?}"
+            "the server is not ready after {STARTUP:?}"
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
     }
 }
 
-/// Whether `GET /v1/models` answers 200.
-fn models_listed(port: u16) -> bool {
+/// Whether `GET path` answers 200.
+fn answers_ok(port: u16, path: &str) -> bool {
     let Ok(mut stream) = TcpStream::connect(("127.0.0.1", port)) else {
         return false;
     };
     let _ = stream.set_read_timeout(Some(Duration::from_secs(5)));
     let request =
-        format!("GET /v1/models HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
+        format!("GET {path} HTTP/1.1\r\nHost: 127.0.0.1:{port}\r\nConnection: close\r\n\r\n");
     if stream.write_all(request.as_bytes()).is_err() {
         return false;
     }
@@ -402,6 +410,114 @@ async fn the_default_model_through_the_server_multiplies_with_the_calculator() {
     // Native tool calling through this server is not reliable for this model (see
     // docs/providers.md): bounded here, it must never end satisfied on a wrong answer or on
     // our own words.
+    let native = tokio::task::spawn_blocking(move || {
+        qwen_run(
+            &url,
+            &[
+                "--protocol",
+                "native",
+                "--max-actions",
+                "2",
+                "--max-corrections",
+                "1",
+            ],
+        )
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    eprintln!(
+        "native: satisfied {} ({}): {}",
+        native["satisfied"], native["stop_reason"], native["final_summary"]
+    );
+    assert_right_if_satisfied(&native);
+    drop(server);
+}
+
+/// The `llama-server` binary and the default model's file, or `None` (skipped) when either is
+/// missing outside CI.
+fn llama_server_prerequisites() -> Option<(PathBuf, PathBuf)> {
+    let binary = std::env::var_os("CORRIGIBLE_LLAMA_SERVER")
+        .filter(|p| !p.is_empty())
+        .map(PathBuf::from)
+        .or_else(|| {
+            std::env::var_os("HOME")
+                .map(|home| PathBuf::from(home).join(".cache/corrigible/llama-server/llama-server"))
+        })
+        .unwrap_or_else(|| PathBuf::from("llama-server"));
+    let runs = Command::new(&binary)
+        .arg("--version")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success());
+    if !runs {
+        let message = format!(
+            "llama-server does not run at {} : build it with scripts/build-llama-server or set \
+             CORRIGIBLE_LLAMA_SERVER",
+            binary.display()
+        );
+        assert!(!in_ci(), "{message}");
+        eprintln!("skipped: {message}");
+        return None;
+    }
+    match corrigible_local::local_model_path("qwen2.5-coder-1.5b") {
+        Ok(model) => Some((binary, model)),
+        Err(e) => {
+            assert!(!in_ci(), "{e}");
+            eprintln!("skipped: {e}");
+            None
+        }
+    }
+}
+
+/// `llama-server --jinja`: the model's own chat template, and llama.cpp's parser of the calls
+/// the template asks for, which it returns in `tool_calls`.
+async fn start_llama_server(binary: &std::path::Path, model: &std::path::Path) -> LlamaServer {
+    let port = free_port();
+    let child = Command::new(binary)
+        .arg("--model")
+        .arg(model)
+        .args([
+            "--jinja",
+            "--host",
+            "127.0.0.1",
+            "--port",
+            &port.to_string(),
+        ])
+        .args(["--ctx-size", "8192", "--parallel", "1", "--threads", "2"])
+        .args(["--seed", "7"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("starting {}: {e}", binary.display()));
+    let mut server = LlamaServer {
+        child,
+        base_url: format!("http://127.0.0.1:{port}/v1"),
+    };
+    ready(&mut server, port, "/health").await;
+    server
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn the_default_model_through_llama_server_multiplies_with_the_calculator() {
+    let Some((binary, model_file)) = llama_server_prerequisites() else {
+        return;
+    };
+    let server = start_llama_server(&binary, &model_file).await;
+    let url = server.base_url.clone();
+
+    // Qwen2.5-Coder writes its call as fenced JSON, not in the `<tool_call>` tags its template
+    // asks for, so llama.cpp's parser hands it back as text: the probe finds that, so json.
+    let default_run = tokio::task::spawn_blocking({
+        let url = url.clone();
+        move || qwen_run(&url, &[])
+    })
+    .await
+    .unwrap_or_else(|e| panic!("{e}"));
+    assert_probed_json(&default_run);
+    assert_eq!(default_run["satisfied"], true, "{default_run}");
+    assert_right_if_satisfied(&default_run);
+
     let native = tokio::task::spawn_blocking(move || {
         qwen_run(
             &url,
