@@ -193,8 +193,12 @@ pub struct BoundArgs {
 /// `corrigible run`.
 #[derive(Debug, Args)]
 pub struct RunArgs {
-    /// The request for the agent.
-    pub prompt: String,
+    /// The request for the agent; `-` reads it from standard input.
+    #[arg(required_unless_present = "prompt_file")]
+    pub prompt: Option<String>,
+    /// Read the request from this file instead.
+    #[arg(long, value_name = "FILE", conflicts_with = "prompt")]
+    pub prompt_file: Option<std::path::PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]

@@ -6,6 +6,7 @@ mod bench;
 mod config;
 mod mcp;
 mod parse;
+mod prompt;
 mod render;
 mod setup;
 mod transcript;
@@ -272,6 +273,7 @@ fn read_key_file(path: &std::path::Path) -> Result<String, Failure> {
 }
 
 async fn run(mut args: RunArgs) -> Result<(), Failure> {
+    let request = prompt::read(args.prompt.as_deref(), args.prompt_file.as_deref())?;
     let (agent, _, catalog) = build_agent(
         args.config.as_deref(),
         &mut args.model,
@@ -296,7 +298,7 @@ async fn run(mut args: RunArgs) -> Result<(), Failure> {
         sink: Some(Arc::new(transcript::Fanout(sinks))),
         ..Default::default()
     };
-    let outcome = agent.run_with(&args.prompt, options).await;
+    let outcome = agent.run_with(&request, options).await;
     if let Some(catalog) = catalog {
         catalog.close().await;
     }

@@ -453,3 +453,67 @@ fn a_second_run_loads_the_pre_filled_system_prompt_from_disk() {
     );
     assert_eq!(entries(), 1);
 }
+
+#[test]
+fn the_request_can_come_from_stdin_or_a_file() {
+    let file = replay(&[FINAL]);
+    let mut child = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(["run", "--model", &spec(&file), "--json", "-"])
+        .env("NO_COLOR", "1")
+        .env_remove("CORRIGIBLE_LOG")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(b"What is 2*(3+4)?\n")
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["prompt"], "What is 2*(3+4)?");
+
+    let file = replay(&[FINAL]);
+    let mut request = tempfile::NamedTempFile::new().unwrap();
+    writeln!(request, "What is 2*(3+4)?\nShow the product.").unwrap();
+    let out = corrigible(&[
+        "run",
+        "--model",
+        &spec(&file),
+        "--json",
+        "--prompt-file",
+        &request.path().display().to_string(),
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["prompt"], "What is 2*(3+4)?\nShow the product.");
+
+    for args in [
+        vec!["run", "--model", &spec(&file)],
+        vec![
+            "run",
+            "--model",
+            &spec(&file),
+            "--prompt-file",
+            "/definitely/not/here.txt",
+        ],
+        vec!["run", "--model", &spec(&file), "   "],
+    ] {
+        let out = corrigible(&args);
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+    }
+}
