@@ -50,7 +50,7 @@ pub enum ConfigCommand {
 /// Which model to use and how to reach it.
 #[derive(Debug, Clone, Args)]
 pub struct ModelArgs {
-    /// `local` (the embedded model; `local:qwen2.5-coder-1.5b` or `local:FILE.gguf` for another), `replay:FILE`, `openai:MODEL`, `gemini:MODEL` or `anthropic:MODEL`.
+    /// `local` (the embedded Qwen2.5-Coder-1.5B), `local:smollm2-135m` (small machines), `local:FILE.gguf`, `replay:FILE`, `openai:MODEL`, `gemini:MODEL` or `anthropic:MODEL`.
     #[arg(long)]
     pub model: Option<String>,
     /// Base URL of the provider (OpenAI-compatible: up to and including `/v1`; Gemini and Anthropic: the host root).
@@ -192,6 +192,7 @@ pub struct BoundArgs {
 
 /// `corrigible run`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct RunArgs {
     /// The request for the agent; `-` reads it from standard input.
     #[arg(required_unless_present = "prompt_file")]
@@ -220,6 +221,7 @@ pub struct RunArgs {
 
 /// `corrigible serve`.
 #[derive(Debug, Args)]
+#[command(allow_negative_numbers = true)]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = corrigible_server::DEFAULT_ADDR)]
@@ -310,12 +312,14 @@ pub struct ServeArgs {
 
 /// `corrigible bench`: run a suite under several policies, or `bench model`.
 #[derive(Debug, Args)]
-#[command(args_conflicts_with_subcommands = true)]
+#[command(args_conflicts_with_subcommands = true, allow_negative_numbers = true)]
 pub struct BenchArgs {
     /// `bench model`: the embedded model's speed.
     #[command(subcommand)]
     pub command: Option<BenchCommand>,
-    /// The suite: `tools`, `tools:FILE`, `bfcl` (all four categories), `bfcl:simple`,
+    /// The suite: `tools` (all), `tools:dev` (for tuning), `tools:test` (held out),
+    /// `tools:FILE`, `heldout` (tasks no rule was tuned on), `correct` or `correct:FILE` (the
+    /// rules on correct and wrong trajectories), `bfcl` (all four categories), `bfcl:simple`,
     /// `bfcl:multiple`, `bfcl:parallel`, `bfcl:irrelevance`, or GSM8K with the calculator:
     /// `gsm8k:dev` (problems 0-99, for tuning) or `gsm8k:test` (problems 100-199).
     #[arg(long, default_value = "tools")]

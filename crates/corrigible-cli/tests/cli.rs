@@ -517,3 +517,24 @@ fn the_request_can_come_from_stdin_or_a_file() {
         assert_eq!(out.status.code(), Some(2), "{args:?}");
     }
 }
+
+#[test]
+fn usage_errors_say_what_to_do() {
+    let out = corrigible(&["run", "--max-actions", "-1", "What is 2+2?"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("invalid value '-1'"), "{err}");
+    assert!(!err.contains("-- -1"), "{err}");
+
+    let out = corrigible(&["run", "--model", "local:nonexistent", "What is 2+2?"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("unknown embedded model `nonexistent`"),
+        "{err}"
+    );
+    assert!(
+        err.contains("smollm2-135m") && err.contains("qwen2.5-coder-1.5b"),
+        "{err}"
+    );
+}

@@ -21,6 +21,14 @@ pub enum LocalError {
         /// The command that fetches it.
         fetch: String,
     },
+    /// `local:NAME` names neither a known model nor a file.
+    #[error("unknown embedded model `{name}`: expected {known}, or the path of a GGUF file")]
+    UnknownModel {
+        /// The name given.
+        name: String,
+        /// The known names, listed.
+        known: String,
+    },
     /// Reading the file failed.
     #[error("cannot read {}: {source}", path.display())]
     Io {
@@ -67,6 +75,7 @@ impl From<LocalError> for ModelError {
     fn from(e: LocalError) -> Self {
         match e {
             LocalError::ModelMissing { .. }
+            | LocalError::UnknownModel { .. }
             | LocalError::Io { .. }
             | LocalError::Unsupported(_)
             | LocalError::Config(_) => ModelError::Config(e.to_string()),

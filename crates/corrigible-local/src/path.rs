@@ -105,7 +105,24 @@ pub fn resolve_model_path() -> Result<PathBuf, LocalError> {
 /// directory (which must exist), anything else is a path.
 pub fn local_model_path(arg: &str) -> Result<PathBuf, LocalError> {
     let Some(known) = KNOWN_MODELS.iter().find(|m| m.name == arg) else {
-        return Ok(PathBuf::from(arg));
+        let path = PathBuf::from(arg);
+        let looks_like_a_path = path.is_file()
+            || arg.contains(std::path::MAIN_SEPARATOR)
+            || path
+                .extension()
+                .is_some_and(|e| e.eq_ignore_ascii_case("gguf"));
+        if looks_like_a_path {
+            return Ok(path);
+        }
+        let known = KNOWN_MODELS
+            .iter()
+            .map(|m| format!("`{}`", m.name))
+            .collect::<Vec<_>>()
+            .join(" or ");
+        return Err(LocalError::UnknownModel {
+            name: arg.to_string(),
+            known,
+        });
     };
     let path = model_dir().join(known.file);
     if path.is_file() {
@@ -147,6 +164,18 @@ mod tests {
             local_model_path("models/mine.gguf").ok(),
             Some(PathBuf::from("models/mine.gguf"))
         );
+    }
+
+    #[test]
+    fn a_name_that_is_neither_known_nor_a_file_lists_the_known_names() {
+        let text = local_model_path("nonexistent").unwrap_err().to_string();
+        assert!(
+            text.contains("unknown embedded model `nonexistent`"),
+            "{text}"
+        );
+        for m in KNOWN_MODELS {
+            assert!(text.contains(m.name), "{text}");
+        }
     }
 
     #[test]
