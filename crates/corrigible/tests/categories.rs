@@ -478,6 +478,27 @@ async fn an_answer_that_promises_a_call_is_sent_back_for_the_call() {
 }
 
 #[tokio::test]
+async fn a_promise_that_names_the_tool_as_a_tool_is_sent_back_for_that_tool() {
+    let model = Arc::new(Scripted::texts(&[
+        &final_answer(
+            true,
+            "Now, I will proceed to calculate the product using the calculator tool.",
+        ),
+        &final_answer(false, "I could not compute it."),
+    ]));
+    let report = agent(model)
+        .policy(Policy::default())
+        .build()
+        .unwrap()
+        .run("What is 1234 * 5678? Use the calculator.")
+        .await
+        .unwrap();
+    let c = &report.corrections[0];
+    assert_eq!(c.category, Category::ClaimedAction);
+    assert!(c.error.contains("call `calculator` now"), "{}", c.error);
+}
+
+#[tokio::test]
 async fn a_decline_sent_as_satisfied_is_corrected_to_an_honest_refusal() {
     let model = Arc::new(Scripted::texts(&[
         &final_answer(true, "I'm sorry, but I cannot play music."),

@@ -233,11 +233,11 @@ impl Run<'_> {
     /// Why `summary` is no answer: it promises a call of one of the run's tools, and a final
     /// answer ends the run.
     fn promised_call(&self, summary: &str) -> Option<String> {
-        let phrase = promised_call(summary, &self.tools.names())?;
-        let tool = phrase.rsplit(' ').next().unwrap_or_default().to_string();
+        let promise = promised_call(summary, &self.tools.names())?;
         Some(format!(
-            "the answer says `{phrase}`, but a final answer ends the run, so nothing more will \
-             be done: call `{tool}` now, or give the final answer from what the run has"
+            "the answer says `{}`, but a final answer ends the run, so nothing more will be \
+             done: call `{}` now, or give the final answer from what the run has",
+            promise.phrase, promise.tool
         ))
     }
 

@@ -28,8 +28,17 @@ const FILLERS: [&str; 6] = ["the", "now", "again", "first", "a", "our"];
 /// Words that name what comes before them as a tool (`the calculator tool`).
 const TOOL_NOUNS: [&str; 2] = ["tool", "function"];
 
-/// The promise `answer` makes to call one of `tools`, as written (lowercased), if any.
-pub fn promised_call(answer: &str, tools: &[&str]) -> Option<String> {
+/// A promise to call a tool, found in an answer.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Promise {
+    /// The words of the promise, lowercased (`i will use the calculator`).
+    pub phrase: String,
+    /// The tool it names, as the run declares it.
+    pub tool: String,
+}
+
+/// The promise `answer` makes to call one of `tools`, if any.
+pub fn promised_call(answer: &str, tools: &[&str]) -> Option<Promise> {
     let text = answer
         .to_lowercase()
         .replace(['\u{2019}', '\u{2018}'], "'")
@@ -41,12 +50,12 @@ pub fn promised_call(answer: &str, tools: &[&str]) -> Option<String> {
 /// A promise in one sentence: a future of the agent's own, then, later in the sentence, a verb
 /// of calling with a tool's name after it (`use the calculator`) or a tool named as one
 /// (`using the calculator tool`).
-fn promise_in(sentence: &str, tools: &[&str]) -> Option<String> {
+fn promise_in(sentence: &str, tools: &[&str]) -> Option<Promise> {
     let words: Vec<&str> = sentence
         .split(|c: char| !(c.is_alphanumeric() || c == '\'' || c == '_' || c == '-'))
         .filter(|w| !w.is_empty())
         .collect();
-    let is_tool = |w: &str| tools.iter().any(|t| t.eq_ignore_ascii_case(w));
+    let tool_named = |w: &str| tools.iter().find(|t| t.eq_ignore_ascii_case(w));
     let start = (0..words.len()).find_map(|i| {
         FUTURES.iter().find_map(|f| {
             let parts: Vec<&str> = f.split(' ').collect();
@@ -61,12 +70,20 @@ fn promise_in(sentence: &str, tools: &[&str]) -> Option<String> {
                 k += 1;
                 gap += 1;
             }
-            if words.get(k).is_some_and(|w| is_tool(w)) {
-                return Some(words[start..=k].join(" "));
+            if let Some(tool) = words.get(k).and_then(|w| tool_named(w)) {
+                return Some(Promise {
+                    phrase: words[start..=k].join(" "),
+                    tool: tool.to_string(),
+                });
             }
         }
-        if is_tool(words[j]) && words.get(j + 1).is_some_and(|w| TOOL_NOUNS.contains(w)) {
-            return Some(words[start..=j + 1].join(" "));
+        if let Some(tool) = tool_named(words[j])
+            && words.get(j + 1).is_some_and(|w| TOOL_NOUNS.contains(w))
+        {
+            return Some(Promise {
+                phrase: words[start..=j + 1].join(" "),
+                tool: tool.to_string(),
+            });
         }
     }
     None
@@ -80,29 +97,38 @@ mod tests {
 
     #[test]
     fn promises_to_call_a_tool_are_found() {
-        for (text, phrase) in [
+        for (text, phrase, tool) in [
             (
                 "I apologize for the oversight. Let's correct the decision:\n\n<tool_response>\naccepted\n</tool_response>\n\nNow, I will use the calculator to find the product of 1234 and 5678.",
                 "i will use the calculator",
+                "calculator",
+            ),
+            (
+                "I apologize for the oversight. Let's correct the decision:\n\n<tool_response>\naccepted\n</tool_response>\n\nNow, I will proceed to calculate the product of 1234 and 5678 using the calculator tool.",
+                "i will proceed to calculate the product of 1234 and 5678 using the calculator tool",
+                "calculator",
             ),
             (
                 "Let me use the `weather` tool for Paris.",
                 "let me use the weather",
+                "weather",
             ),
-            ("I'll call time for Tokyo.", "i'll call time"),
+            ("I'll call time for Tokyo.", "i'll call time", "time"),
             (
                 "I am going to run the calculator now.",
                 "i am going to run the calculator",
+                "calculator",
             ),
             (
                 "I will now use the weather tool.",
                 "i will now use the weather",
+                "weather",
             ),
         ] {
+            let promise = promised_call(text, &TOOLS).unwrap_or_else(|| panic!("{text}"));
             assert_eq!(
-                promised_call(text, &TOOLS).as_deref(),
-                Some(phrase),
-                "{text}"
+                (promise.phrase.as_str(), promise.tool.as_str()),
+                (phrase, tool)
             );
         }
     }
