@@ -47,77 +47,87 @@ async fn every_correct_trajectory_replays_as_written() {
     );
 }
 
-#[tokio::test]
-async fn claimed_action_catches_claims_and_sends_back_no_correct_work() {
+/// What one rule alone does on the corpus, with its dev set: the trajectories whose id starts
+/// with the set's prefix.
+struct DevSet {
+    /// Ids of the dev set that the rule sent back.
+    caught: Vec<String>,
+    /// Size of the dev set.
+    written: usize,
+    /// Mistakes of the whole corpus the rule sent back.
+    caught_in_all: usize,
+    /// The report's table, for failure messages.
+    table: String,
+}
+
+/// Runs `rule` alone over the built-in corpus, asserting that it sends back no correct work.
+async fn rule_alone(rule: &str, prefix: &str) -> DevSet {
     let corpus = trajectory::builtin().unwrap();
     let sets = [RuleSet {
-        name: "claimed_action".into(),
-        checks: Checks::only("claimed_action").unwrap(),
+        name: rule.into(),
+        checks: Checks::only(rule).unwrap(),
     }];
     let report = run_corpus_with(&corpus, &sets).await.unwrap();
-    let row = report.row("claimed_action").unwrap();
+    let row = report.row(rule).unwrap();
     let table = corrigible_bench::correct::table(&report);
     assert_eq!(row.false_rejections_total, 0, "{table}");
-    let claims: Vec<&str> = row
-        .catches
-        .iter()
-        .filter(|c| c.id.starts_with("claim_"))
-        .map(|c| c.id.as_str())
-        .collect();
-    let written = corpus.iter().filter(|t| t.id.starts_with("claim_")).count();
-    println!("claimed_action caught {} of {written} claims", claims.len());
+    DevSet {
+        caught: row
+            .catches
+            .iter()
+            .filter(|c| c.id.starts_with(prefix))
+            .map(|c| c.id.clone())
+            .collect(),
+        written: corpus.iter().filter(|t| t.id.starts_with(prefix)).count(),
+        caught_in_all: row.caught,
+        table,
+    }
+}
+
+#[tokio::test]
+async fn claimed_action_catches_claims_and_sends_back_no_correct_work() {
+    let claims = rule_alone("claimed_action", "claim_").await;
+    println!(
+        "claimed_action caught {} of {} claims",
+        claims.caught.len(),
+        claims.written
+    );
     // One claim of the set names no action at all ("Your flowers are on their way!").
-    assert_eq!(claims.len(), written - 1, "{claims:?}\n{table}");
-    assert!(!claims.contains(&"claim_22"));
+    assert_eq!(
+        claims.caught.len(),
+        claims.written - 1,
+        "{:?}\n{}",
+        claims.caught,
+        claims.table
+    );
+    assert!(!claims.caught.iter().any(|id| id == "claim_22"));
 }
 
 #[tokio::test]
 async fn echo_catches_copied_examples_and_sends_back_no_correct_work() {
-    let corpus = trajectory::builtin().unwrap();
-    let sets = [RuleSet {
-        name: "echo".into(),
-        checks: Checks::only("echo").unwrap(),
-    }];
-    let report = run_corpus_with(&corpus, &sets).await.unwrap();
-    let row = report.row("echo").unwrap();
-    let table = corrigible_bench::correct::table(&report);
-    assert_eq!(row.false_rejections_total, 0, "{table}");
-    let echoes = corpus.iter().filter(|t| t.id.starts_with("echo_")).count();
-    let caught = row
-        .catches
-        .iter()
-        .filter(|c| c.id.starts_with("echo_"))
-        .count();
+    let echoes = rule_alone("echo", "echo_").await;
     println!(
-        "echo caught {caught} of {echoes} copied examples, {} mistakes in all",
-        row.caught
+        "echo caught {} of {} copied examples, {} mistakes in all",
+        echoes.caught.len(),
+        echoes.written,
+        echoes.caught_in_all
     );
-    assert_eq!(caught, echoes, "{table}");
+    assert_eq!(echoes.caught.len(), echoes.written, "{}", echoes.table);
 }
 
 #[tokio::test]
 async fn declined_request_catches_declines_sent_as_satisfied_and_sends_back_no_correct_work() {
-    let corpus = trajectory::builtin().unwrap();
-    let sets = [RuleSet {
-        name: "declined_request".into(),
-        checks: Checks::only("declined_request").unwrap(),
-    }];
-    let report = run_corpus_with(&corpus, &sets).await.unwrap();
-    let row = report.row("declined_request").unwrap();
-    let table = corrigible_bench::correct::table(&report);
-    assert_eq!(row.false_rejections_total, 0, "{table}");
-    let declines = corpus
-        .iter()
-        .filter(|t| t.id.starts_with("decline_"))
-        .count();
-    let caught = row
-        .catches
-        .iter()
-        .filter(|c| c.id.starts_with("decline_"))
-        .count();
+    let declines = rule_alone("declined_request", "decline_").await;
     println!(
-        "declined_request caught {caught} of {declines} declines sent as satisfied, {} mistakes in all",
-        row.caught
+        "declined_request caught {} of {} declines sent as satisfied, {} mistakes in all",
+        declines.caught.len(),
+        declines.written,
+        declines.caught_in_all
     );
-    assert_eq!(caught, declines, "{table}");
+    assert_eq!(
+        declines.caught.len(),
+        declines.written,
+        "{}",
+        declines.table
+    );
 }
