@@ -36,7 +36,7 @@ pub enum BenchError {
         message: String,
     },
     /// Writing an output file failed.
-    #[error("cannot write {path}: {source}")]
+    #[error("cannot write {path}")]
     Write {
         /// The file.
         path: String,

@@ -29,6 +29,17 @@ pub enum Command {
     /// Read one model reply from stdin as the engine would, and print what it read: the JSON
     /// after local repairs, the normalized decision and the repairs, or the rejection.
     Parse(ParseArgs),
+    /// Print a shell completion script (`corrigible completions bash > ~/.local/share/bash-completion/completions/corrigible`).
+    Completions {
+        /// The shell.
+        shell: clap_complete::Shell,
+    },
+    /// Print a man page, as roff: `corrigible man | man -l -` for corrigible(1), `corrigible
+    /// man run` for corrigible-run(1).
+    Man {
+        /// The subcommand whose page to print (default: the command's own page).
+        subcommand: Option<String>,
+    },
 }
 
 /// `corrigible config …`.
@@ -49,6 +60,7 @@ pub enum ConfigCommand {
 
 /// Which model to use and how to reach it.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Model")]
 pub struct ModelArgs {
     /// `local` (the embedded Qwen2.5-Coder-1.5B), `local:smollm2-135m` (small machines), `local:FILE.gguf`, `replay:FILE`, `openai:MODEL`, `gemini:MODEL` or `anthropic:MODEL`.
     #[arg(long)]
@@ -84,7 +96,8 @@ pub struct ModelArgs {
     #[arg(long)]
     pub no_thought_calculator: bool,
     /// Keep the embedded model's pre-filled system prompt and examples in memory only: by
-    /// default they are saved under `~/.cache/corrigible/prefixes` and loaded by the next
+    /// default they are saved under `prefixes/` in the cache directory (CORRIGIBLE_CACHE_DIR,
+    /// else `$XDG_CACHE_HOME/corrigible` or `~/.cache/corrigible`) and loaded by the next
     /// process, which then skips pre-filling them.
     #[arg(long)]
     pub no_prefix_cache: bool,
@@ -92,6 +105,7 @@ pub struct ModelArgs {
 
 /// Tools and where the weather tool reaches Open-Meteo.
 #[derive(Debug, Clone, Args)]
+#[command(next_help_heading = "Tools")]
 pub struct ToolArgs {
     /// Comma-separated built-in tools to offer (default: calculator,time,weather).
     #[arg(long, value_delimiter = ',')]
@@ -126,6 +140,7 @@ pub struct ToolArgs {
 
 /// MCP servers whose tools the agent may use (with any of them, `--tools` defaults to none).
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Tools from MCP servers")]
 pub struct McpArgs {
     /// An MCP server spawned over stdio, as one command line (`--mcp "uvx mcp-server-time"`);
     /// repeatable.
@@ -145,6 +160,7 @@ pub struct McpArgs {
 
 /// Every bound, as flags (unset flags keep the defaults).
 #[derive(Debug, Clone, Default, Args)]
+#[command(next_help_heading = "Bounds")]
 pub struct BoundArgs {
     /// Executed tool actions per run (default 8).
     #[arg(long)]
@@ -176,11 +192,11 @@ pub struct BoundArgs {
     /// Which evidence rules judge decisions: `precise` (default: only rules that send back no
     /// correct reply) or `strict` (adds the heuristics on arguments, stated results and
     /// coverage; see docs/corrections.md)
-    #[arg(long)]
+    #[arg(long, help_heading = "Rules")]
     pub profile: Option<corrigible::Profile>,
     /// Turns the answer rules on top of the profile on (`values`: the answer states a fact the
     /// tools returned, and covers every value the request names) or off (`failures`)
-    #[arg(long)]
+    #[arg(long, help_heading = "Rules")]
     pub grounding: Option<corrigible::Grounding>,
     /// Model calls per run (default: unlimited).
     #[arg(long)]
@@ -209,19 +225,19 @@ pub struct RunArgs {
     #[command(flatten)]
     pub bounds: BoundArgs,
     /// Configuration file (default: CORRIGIBLE_CONFIG); flags override it.
-    #[arg(long)]
+    #[arg(long, help_heading = "Configuration")]
     pub config: Option<PathBuf>,
     /// Print the run report as JSON (and nothing else on stdout).
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub json: bool,
     /// Append each model call's exact request and reply to this JSONL file.
-    #[arg(long)]
+    #[arg(long, help_heading = "Output")]
     pub transcript: Option<PathBuf>,
 }
 
 /// `corrigible serve`.
 #[derive(Debug, Args)]
-#[command(allow_negative_numbers = true)]
+#[command(allow_negative_numbers = true, next_help_heading = "Service")]
 pub struct ServeArgs {
     /// Address to listen on.
     #[arg(long, default_value = corrigible_server::DEFAULT_ADDR)]
@@ -306,7 +322,7 @@ pub struct ServeArgs {
     #[command(flatten)]
     pub bounds: BoundArgs,
     /// Configuration file (default: CORRIGIBLE_CONFIG); flags override it.
-    #[arg(long)]
+    #[arg(long, help_heading = "Configuration")]
     pub config: Option<PathBuf>,
 }
 

@@ -296,6 +296,37 @@ impl FileConfig {
         Ok(policy)
     }
 
+    /// This file with every unset choice a run would make filled in: the model (`local`), the
+    /// profile (`precise`), the tools (the built-in ones, none beside MCP servers), and the
+    /// embedded model's thought settings.
+    pub fn with_defaults(&self) -> FileConfig {
+        let mut effective = self.clone();
+        effective.model.get_or_insert_with(|| "local".to_string());
+        effective
+            .profile
+            .get_or_insert_with(|| "precise".to_string());
+        effective.tools.get_or_insert_with(|| {
+            if self.mcp.is_empty() {
+                corrigible_tools::BUILTIN_TOOLS
+                    .iter()
+                    .map(|t| t.to_string())
+                    .collect()
+            } else {
+                Vec::new()
+            }
+        });
+        if effective
+            .model
+            .as_deref()
+            .is_some_and(|m| m == "local" || m.starts_with("local:"))
+        {
+            effective.think_tokens.get_or_insert(0);
+            effective.thought_calculator.get_or_insert(true);
+            effective.prefix_cache.get_or_insert(true);
+        }
+        effective
+    }
+
     /// The effective configuration as TOML.
     /// Header values are shown as `***`.
     pub fn to_toml(&self) -> anyhow::Result<String> {

@@ -4,6 +4,7 @@
 mod args;
 mod bench;
 mod config;
+mod help;
 mod mcp;
 mod parse;
 mod prompt;
@@ -53,8 +54,11 @@ fn main() -> ExitCode {
         .with_writer(std::io::stderr)
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .init();
-    if let Command::Parse(args) = &cli.command {
-        return parse::parse(args);
+    match &cli.command {
+        Command::Parse(args) => return parse::parse(args),
+        Command::Completions { shell } => return help::completions(*shell),
+        Command::Man { subcommand } => return help::man(subcommand.as_deref()),
+        _ => {}
     }
     let runtime = match tokio::runtime::Runtime::new() {
         Ok(rt) => rt,
@@ -74,7 +78,7 @@ fn main() -> ExitCode {
             Command::Serve(args) => serve(args).await,
             Command::Config(command) => config_command(command),
             Command::Bench(args) => bench::bench(args).await.map_err(Failure::Usage),
-            Command::Parse(_) => Ok(()),
+            Command::Parse(_) | Command::Completions { .. } | Command::Man { .. } => Ok(()),
         }
     });
     match result {
@@ -109,11 +113,21 @@ fn config_command(command: ConfigCommand) -> Result<(), Failure> {
             println!("{}: ok", file.display());
         }
         ConfigCommand::Show { config } => {
-            let file = match config::locate(config.as_deref()) {
-                Some(path) => config::load(&path)?,
-                None => config::FileConfig::default(),
+            let (file, source) = match config::locate(config.as_deref()) {
+                Some(path) => (config::load(&path)?, path.display().to_string()),
+                None => (config::FileConfig::default(), "none, the defaults".into()),
             };
-            print!("{}", file.to_toml()?);
+            println!("# configuration file: {source}");
+            println!(
+                "# cache directory: {} (moved by {})",
+                corrigible_local::cache_dir().display(),
+                corrigible_local::CACHE_DIR_ENV
+            );
+            println!(
+                "# embedded models: {}",
+                corrigible_local::model_dir().display()
+            );
+            print!("{}", file.with_defaults().to_toml()?);
         }
     }
     Ok(())

@@ -106,7 +106,7 @@ impl TraceSink for LiveTrace {
             TraceEvent::ModelCall { record } => {
                 let reused = record
                     .prompt_tokens_reused
-                    .map(|r| format!(", {r} reused"))
+                    .map(|r| format!(" ({r} from the prompt cache)"))
                     .unwrap_or_default();
                 let retries = if record.transport_retries > 0 {
                     format!(", {} transport retries", record.transport_retries)
@@ -126,7 +126,7 @@ impl TraceSink for LiveTrace {
                     "{:<24} {}{identical}",
                     s.cyan(&record.stage.to_string()),
                     s.dim(&format!(
-                        "{:.0} ms, {} → {} tokens{reused}{retries}{decoded}",
+                        "{:.0} ms, {} tokens in{reused} → {} out{retries}{decoded}",
                         record.latency_ms, record.input_tokens, record.output_tokens
                     ))
                 ));
@@ -155,7 +155,9 @@ impl TraceSink for LiveTrace {
                     shorten(&record.error, 160)
                 ))
             }
-            TraceEvent::Corrected { .. } => self.line(format!("  {}", s.green("✓ corrected"))),
+            TraceEvent::Corrected { .. } => {
+                self.line(format!("  {}", s.green("✓ next reply accepted")))
+            }
             TraceEvent::Decision { decision, .. } => {
                 if decision["state"] == "final" {
                     let satisfied = decision["satisfied"].as_bool().unwrap_or(false);
@@ -254,11 +256,11 @@ pub fn summary(report: &RunReport, style: Style) -> String {
         out.push_str(&format!("\n{} {summary}", s.bold("answer:")));
     }
     let u = &report.usage;
-    let corrected = report.corrections.iter().filter(|c| c.corrected).count();
+    let accepted = report.corrections.iter().filter(|c| c.corrected).count();
     out.push_str(&format!(
         "\n{}",
         s.dim(&format!(
-            "model calls {}  tokens {} in / {} out{}  tool calls {} ({} retries)  corrections {} ({} corrected)  repairs {}  {:.0} ms",
+            "model calls {}  tokens {} in / {} out{}  actions {} (tool attempts {}, retries {})  corrections {} ({} followed by an accepted reply)  repairs {}  {:.0} ms",
             u.model_calls,
             u.input_tokens,
             u.output_tokens,
@@ -267,10 +269,11 @@ pub fn summary(report: &RunReport, style: Style) -> String {
             } else {
                 String::new()
             },
+            report.steps.len(),
             u.tool_calls,
             u.tool_retries,
             u.corrections,
-            corrected,
+            accepted,
             report.repairs.len(),
             report.duration_ms
         ))

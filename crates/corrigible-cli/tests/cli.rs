@@ -123,13 +123,14 @@ fn human_output_shows_the_timeline_and_totals() {
         "step_1 ",
         "✗ rejected invalid_tool_input [calculator]: tool_input.expr: unexpected property",
         "step_1_correction_1",
-        "✓ corrected",
+        "✓ next reply accepted",
         "tool calculator (step 1, 1 attempt(s)",
         "ok 14",
         "final (satisfied): 14",
         "stop: final",
         "model calls 3",
-        "corrections 1 (1 corrected)",
+        "actions 1 (tool attempts 1, retries 0)",
+        "corrections 1 (1 followed by an accepted reply)",
     ] {
         assert!(text.contains(needle), "missing {needle:?} in:\n{text}");
     }
@@ -407,13 +408,13 @@ fn a_second_run_loads_the_pre_filled_system_prompt_from_disk() {
         Err(e) if std::env::var_os("CI").is_some() => panic!("{e}"),
         Err(e) => return eprintln!("skipping: {e}"),
     };
-    let home = tempfile::tempdir().unwrap();
+    let cache = tempfile::tempdir().unwrap();
     let run = |request: &str, extra: &[&str]| {
         let out = Command::new(env!("CARGO_BIN_EXE_corrigible"))
             .args(["run", "--json", "--tools", "calculator"])
             .args(extra)
             .arg(request)
-            .env("HOME", home.path())
+            .env("CORRIGIBLE_CACHE_DIR", cache.path())
             .env("CORRIGIBLE_MODEL", &model)
             .env("NO_COLOR", "1")
             .env_remove("CORRIGIBLE_LOG")
@@ -429,7 +430,7 @@ fn a_second_run_loads_the_pre_filled_system_prompt_from_disk() {
             .expect("reports reuse");
         (reused, first["input_tokens"].as_u64().unwrap_or(0), report)
     };
-    let store = home.path().join(".cache/corrigible/prefixes");
+    let store = cache.path().join("prefixes");
     let entries = || std::fs::read_dir(&store).map_or(0, |d| d.count());
 
     let (reused, _, _) = run("What is 6 * 7?", &["--no-prefix-cache"]);
@@ -535,6 +536,208 @@ fn usage_errors_say_what_to_do() {
     );
     assert!(
         err.contains("smollm2-135m") && err.contains("qwen2.5-coder-1.5b"),
+        "{err}"
+    );
+}
+
+#[test]
+fn help_is_grouped_under_headings() {
+    let out = corrigible(&["run", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    for heading in [
+        "Model:",
+        "Tools:",
+        "Tools from MCP servers:",
+        "Bounds:",
+        "Rules:",
+        "Output:",
+    ] {
+        assert!(help.contains(heading), "no {heading:?} in:\n{help}");
+    }
+    let model = help.find("Model:").unwrap();
+    let bounds = help.find("Bounds:").unwrap();
+    let max_actions = help.find("--max-actions").unwrap();
+    let temperature = help.find("--temperature").unwrap();
+    assert!(model < temperature && temperature < bounds && bounds < max_actions);
+
+    let out = corrigible(&["serve", "--help"]);
+    let help = String::from_utf8_lossy(&out.stdout);
+    let service = help.find("Service:").expect("a Service heading");
+    assert!(service < help.find("--max-runs").unwrap(), "{help}");
+}
+
+#[test]
+fn completions_and_man_pages_come_from_the_same_flags() {
+    for shell in ["bash", "zsh", "fish", "elvish", "powershell"] {
+        let out = corrigible(&["completions", shell]);
+        assert_eq!(out.status.code(), Some(0), "{shell}");
+        let script = String::from_utf8_lossy(&out.stdout);
+        assert!(script.contains("max-actions"), "{shell}: {script}");
+    }
+    let out = corrigible(&["completions", "tcsh"]);
+    assert_eq!(out.status.code(), Some(2));
+
+    let out = corrigible(&["man"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH corrigible 1"), "{page}");
+    assert!(page.contains("completions"), "{page}");
+
+    let out = corrigible(&["man", "run"]);
+    assert_eq!(out.status.code(), Some(0));
+    let page = String::from_utf8_lossy(&out.stdout);
+    assert!(page.contains(".TH corrigible-run 1"), "{page}");
+    assert!(page.contains("max\\-actions"), "{page}");
+
+    let out = corrigible(&["man", "teleport"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("teleport") && err.contains("run"), "{err}");
+}
+
+#[test]
+fn the_cache_follows_xdg_and_one_variable_moves_it() {
+    let home = tempfile::tempdir().unwrap();
+    let show = |env: &[(&str, &str)]| {
+        let mut command = Command::new(env!("CARGO_BIN_EXE_corrigible"));
+        command
+            .args(["config", "show"])
+            .env("HOME", home.path())
+            .env_remove("XDG_CACHE_HOME")
+            .env_remove("CORRIGIBLE_CACHE_DIR")
+            .env_remove("CORRIGIBLE_MODEL_DIR")
+            .env_remove("CORRIGIBLE_CONFIG");
+        for (name, value) in env {
+            command.env(name, value);
+        }
+        let out = command.output().unwrap();
+        assert_eq!(out.status.code(), Some(0));
+        String::from_utf8(out.stdout).unwrap()
+    };
+    let home_cache = home.path().join(".cache/corrigible");
+    let shown = show(&[]);
+    assert!(
+        shown.contains(&format!("# cache directory: {}", home_cache.display())),
+        "{shown}"
+    );
+    assert!(
+        shown.contains(&format!(
+            "# embedded models: {}",
+            home_cache.join("models").display()
+        )),
+        "{shown}"
+    );
+    let shown = show(&[("XDG_CACHE_HOME", "/srv/cache")]);
+    assert!(
+        shown.contains("# cache directory: /srv/cache/corrigible"),
+        "{shown}"
+    );
+    let shown = show(&[("XDG_CACHE_HOME", "relative/ignored")]);
+    assert!(
+        shown.contains(&format!("# cache directory: {}", home_cache.display())),
+        "{shown}"
+    );
+    let shown = show(&[
+        ("XDG_CACHE_HOME", "/srv/cache"),
+        ("CORRIGIBLE_CACHE_DIR", "/data/c"),
+    ]);
+    assert!(shown.contains("# cache directory: /data/c"), "{shown}");
+    assert!(
+        shown.contains("# embedded models: /data/c/models"),
+        "{shown}"
+    );
+
+    let script = Command::new(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../../scripts/cache-dir"
+    ))
+    .env("HOME", home.path())
+    .env("XDG_CACHE_HOME", "/srv/cache")
+    .env_remove("CORRIGIBLE_CACHE_DIR")
+    .output()
+    .unwrap();
+    assert_eq!(
+        String::from_utf8_lossy(&script.stdout).trim(),
+        "/srv/cache/corrigible"
+    );
+}
+
+#[test]
+fn config_show_fills_in_what_a_run_would_use() {
+    let out = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(["config", "show"])
+        .env_remove("CORRIGIBLE_CONFIG")
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    for line in [
+        "# configuration file: none, the defaults",
+        "model = \"local\"",
+        "profile = \"precise\"",
+        "think_tokens = 0",
+        "max_actions = 8",
+    ] {
+        assert!(shown.contains(line), "no {line:?} in:\n{shown}");
+    }
+    assert!(
+        shown.contains("\"calculator\"") && shown.contains("\"weather\""),
+        "{shown}"
+    );
+
+    let file = replay(&["model = \"openai:gpt-4o-mini\"", "tools = [\"time\"]"]);
+    let path = file.path().to_str().unwrap();
+    let out = corrigible(&["config", "show", "--config", path]);
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        shown.contains(&format!("# configuration file: {path}")),
+        "{shown}"
+    );
+    assert!(shown.contains("model = \"openai:gpt-4o-mini\""), "{shown}");
+    assert!(shown.contains("profile = \"precise\""), "{shown}");
+    assert!(!shown.contains("think_tokens"), "{shown}");
+    assert!(!shown.contains("\"calculator\""), "{shown}");
+}
+
+#[test]
+fn errors_are_caught_before_any_request_and_said_once() {
+    let out = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(["run", "--model", "openai:gpt-4o-mini", "hi"])
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("OPENAI_BASE_URL")
+        .env_remove("CORRIGIBLE_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("no API key for openai: set OPENAI_API_KEY"),
+        "{err}"
+    );
+
+    let out = corrigible(&["run", "--model", "replay:/definitely/not/here.jsonl", "hi"]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
+    assert!(err.contains("/definitely/not/here.jsonl"), "{err}");
+}
+
+#[test]
+fn serve_refuses_an_open_address_before_saying_it_serves() {
+    let db = tempfile::tempdir().unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(["serve", "--addr", "0.0.0.0:0", "--model"])
+        .arg(spec(&replay(&[FINAL])))
+        .arg("--db")
+        .arg(db.path().join("runs.db"))
+        .env_remove("CORRIGIBLE_API_KEY")
+        .env_remove("CORRIGIBLE_CONFIG")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(!err.contains("serving on"), "{err}");
+    assert!(
+        err.contains("--insecure-no-auth") || err.contains("api-key"),
         "{err}"
     );
 }

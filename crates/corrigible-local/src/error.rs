@@ -30,12 +30,13 @@ pub enum LocalError {
         known: String,
     },
     /// Reading the file failed.
-    #[error("cannot read {}: {source}", path.display())]
+    #[error("cannot read {}: {cause}", path.display())]
     Io {
         /// The file.
         path: PathBuf,
-        /// The cause.
-        source: std::io::Error,
+        /// The cause, part of the message (the error is also carried as text in a
+        /// `ModelError`, which has no source chain).
+        cause: std::io::Error,
     },
     /// The file is not a usable llama or qwen2 GGUF model.
     #[error("unsupported model file: {0}")]

@@ -39,9 +39,9 @@ pub use generate::{Generation, StopReason};
 pub use gguf::{check_gguf, read_header};
 pub use model::LocalModel;
 pub use path::{
-    DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, KNOWN_MODELS, KnownModel, MODEL_DIR_ENV, MODEL_ENV,
-    SMALL_MODEL, default_prefix_cache_dir, local_model_path, model_path_from_env,
-    resolve_model_path,
+    CACHE_DIR_ENV, DEFAULT_MODEL_FILE, DEFAULT_MODEL_SHA256, KNOWN_MODELS, KnownModel,
+    MODEL_DIR_ENV, MODEL_ENV, SMALL_MODEL, cache_dir, default_prefix_cache_dir, local_model_path,
+    model_dir, model_path_from_env, resolve_model_path,
 };
 pub use prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 pub use template::{CHATML_TEMPLATE, ChatTemplate};

@@ -106,9 +106,9 @@ impl LocalModel {
                 fetch: crate::error::FETCH_COMMAND.to_string(),
             });
         }
-        let io_error = |source| LocalError::Io {
+        let io_error = |cause| LocalError::Io {
             path: path.clone(),
-            source,
+            cause,
         };
         let file = corrigible_llama::MappedFile::open(&path).map_err(io_error)?;
         let content = crate::gguf::read_header(&mut file.reader()).map_err(|e| match e {

@@ -1,5 +1,6 @@
-//! Where the embedded model lives: `CORRIGIBLE_MODEL`, `CORRIGIBLE_MODEL_DIR` or the default,
-//! and the models `scripts/fetch-model` knows by name.
+//! Where the embedded model lives: `CORRIGIBLE_MODEL`, `CORRIGIBLE_MODEL_DIR`, or `models/` in
+//! the cache directory (`CORRIGIBLE_CACHE_DIR`, else the platform's), and the models
+//! `scripts/fetch-model` knows by name.
 
 use std::path::{Path, PathBuf};
 
@@ -47,10 +48,13 @@ pub const MODEL_ENV: &str = "CORRIGIBLE_MODEL";
 /// Environment variable naming the model directory.
 pub const MODEL_DIR_ENV: &str = "CORRIGIBLE_MODEL_DIR";
 
+/// Environment variable that moves everything corrigible caches: the models (`models/`) and
+/// the prefix store (`prefixes/`).
+pub const CACHE_DIR_ENV: &str = "CORRIGIBLE_CACHE_DIR";
+
 /// The model path the environment asks for, whether or not the file exists.
 ///
-/// `CORRIGIBLE_MODEL` wins; otherwise `$CORRIGIBLE_MODEL_DIR/<default file>`; otherwise
-/// `~/.cache/corrigible/models/<default file>`.
+/// `CORRIGIBLE_MODEL` wins; otherwise `<model dir>/<default file>` ([`model_dir`]).
 pub fn model_path_from_env() -> PathBuf {
     if let Some(file) = var(MODEL_ENV) {
         return PathBuf::from(file);
@@ -63,27 +67,35 @@ fn var(name: &str) -> Option<std::ffi::OsString> {
     std::env::var_os(name).filter(|v| !v.is_empty())
 }
 
-/// `$CORRIGIBLE_MODEL_DIR`, or `~/.cache/corrigible/models`.
-fn model_dir() -> PathBuf {
+/// Where models live: `$CORRIGIBLE_MODEL_DIR`, else `models/` in the [`cache_dir`].
+pub fn model_dir() -> PathBuf {
     match var(MODEL_DIR_ENV) {
         Some(dir) => PathBuf::from(dir),
-        None => default_model_dir(var("HOME").map(PathBuf::from).as_deref()),
+        None => cache_dir().join("models"),
     }
 }
 
-fn default_model_dir(home: Option<&Path>) -> PathBuf {
-    cache_dir(home).join("models")
+/// Where corrigible caches files: `$CORRIGIBLE_CACHE_DIR`, else `corrigible` in the platform's
+/// cache directory (`$XDG_CACHE_HOME` or `~/.cache` on Linux, `~/Library/Caches` on macOS,
+/// the local app data folder on Windows).
+pub fn cache_dir() -> PathBuf {
+    cache_dir_from(
+        var(CACHE_DIR_ENV).map(PathBuf::from),
+        directories::BaseDirs::new().map(|dirs| dirs.cache_dir().to_path_buf()),
+    )
 }
 
-fn cache_dir(home: Option<&Path>) -> PathBuf {
-    home.unwrap_or(Path::new("."))
-        .join(".cache")
-        .join("corrigible")
+fn cache_dir_from(configured: Option<PathBuf>, platform: Option<PathBuf>) -> PathBuf {
+    configured.unwrap_or_else(|| {
+        platform
+            .unwrap_or_else(|| Path::new(".").join(".cache"))
+            .join("corrigible")
+    })
 }
 
-/// Where the command line keeps pre-filled prompt prefixes: `~/.cache/corrigible/prefixes`.
+/// Where the command line keeps pre-filled prompt prefixes: `prefixes/` in the [`cache_dir`].
 pub fn default_prefix_cache_dir() -> PathBuf {
-    cache_dir(var("HOME").map(PathBuf::from).as_deref()).join("prefixes")
+    cache_dir().join("prefixes")
 }
 
 /// The model file to load: [`model_path_from_env`], checked to exist.
@@ -140,10 +152,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn default_dir_is_under_the_user_cache() {
+    fn the_cache_is_the_configured_dir_else_corrigible_in_the_platform_cache() {
         assert_eq!(
-            default_model_dir(Some(Path::new("/home/ada"))),
-            PathBuf::from("/home/ada/.cache/corrigible/models")
+            cache_dir_from(None, Some(PathBuf::from("/home/ada/.cache"))),
+            PathBuf::from("/home/ada/.cache/corrigible")
+        );
+        assert_eq!(
+            cache_dir_from(
+                Some(PathBuf::from("/data/corrigible")),
+                Some(PathBuf::from("/home/ada/.cache"))
+            ),
+            PathBuf::from("/data/corrigible")
+        );
+        assert_eq!(
+            cache_dir_from(None, None),
+            PathBuf::from("./.cache/corrigible")
         );
     }
 

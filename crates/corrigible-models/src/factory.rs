@@ -11,7 +11,9 @@ use crate::{AnthropicModel, GeminiModel, OpenAiModel, ReplayModel};
 
 /// Builds the model of `spec`. Unset base URL and API key are read from the environment
 /// (`OPENAI_API_KEY`, `GEMINI_API_KEY` or `GOOGLE_API_KEY`, `ANTHROPIC_API_KEY`;
-/// `OPENAI_BASE_URL`, `GEMINI_BASE_URL`, `ANTHROPIC_BASE_URL`). `local` is an error: the
+/// `OPENAI_BASE_URL`, `GEMINI_BASE_URL`, `ANTHROPIC_BASE_URL`). A provider's own API without
+/// a key is [`ModelsError::MissingKey`], before any request; an OpenAI-compatible server at
+/// another base URL (llama.cpp, Ollama, vLLM) may take none. `local` is an error: the
 /// embedded model is built from its own crate.
 pub fn build(spec: &ModelSpec, options: ProviderOptions) -> Result<Arc<dyn Model>, ModelsError> {
     build_with_env(spec, options, |name| std::env::var(name).ok())
@@ -28,7 +30,7 @@ pub fn build_with_env(
         ModelSpec::Replay(path) => Ok(Arc::new(ReplayModel::from_file(path)?)),
         ModelSpec::Remote { provider, model } => {
             let options = options.with_env_from(*provider, env);
-            if options.api_key.is_none() && *provider != Provider::OpenAi {
+            if options.api_key.is_none() && needs_key(*provider, options.base_url.as_deref()) {
                 return Err(ModelsError::MissingKey {
                     provider: *provider,
                     vars: provider.key_env_vars().join(" or "),
@@ -41,4 +43,12 @@ pub fn build_with_env(
             })
         }
     }
+}
+
+/// Whether requests to `provider` at `base_url` (unset: the provider's own API) need a key.
+fn needs_key(provider: Provider, base_url: Option<&str>) -> bool {
+    let own_api = base_url
+        .map(|url| url.trim().trim_end_matches('/'))
+        .is_none_or(|url| url.is_empty() || url == provider.default_base_url());
+    provider != Provider::OpenAi || own_api
 }

@@ -14,7 +14,7 @@ use serde_json::Value;
 #[derive(Debug, thiserror::Error)]
 pub enum ReplayError {
     /// The file could not be read.
-    #[error("cannot read replay file {path}: {source}")]
+    #[error("cannot read replay file {path}")]
     Io {
         /// The file.
         path: String,

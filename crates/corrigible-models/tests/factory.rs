@@ -55,11 +55,46 @@ fn keys_are_required_where_the_provider_needs_them() {
         "no API key for gemini: set GEMINI_API_KEY or GOOGLE_API_KEY (or pass one explicitly)"
     );
     let openai = build_with_env(
-        &"openai:llama3.2".parse().unwrap(),
+        &"openai:gpt-4o-mini".parse().unwrap(),
         ProviderOptions::default(),
         no_env,
+    )
+    .err()
+    .unwrap();
+    assert_eq!(
+        openai.to_string(),
+        "no API key for openai: set OPENAI_API_KEY (or pass one explicitly)"
     );
-    assert_eq!(openai.unwrap().name(), "openai:llama3.2");
+    for own_api in ["https://api.openai.com/v1", "https://api.openai.com/v1/"] {
+        let options = ProviderOptions {
+            base_url: Some(own_api.into()),
+            ..ProviderOptions::default()
+        };
+        let err = build_with_env(&"openai:gpt-4o-mini".parse().unwrap(), options, no_env);
+        assert!(
+            matches!(err, Err(ModelsError::MissingKey { .. })),
+            "{own_api}"
+        );
+    }
+}
+
+#[test]
+fn an_openai_compatible_server_elsewhere_takes_no_key() {
+    let options = ProviderOptions {
+        base_url: Some("http://127.0.0.1:11434/v1".into()),
+        ..ProviderOptions::default()
+    };
+    let model = build_with_env(&"openai:llama3.2".parse().unwrap(), options, no_env).unwrap();
+    assert_eq!(model.name(), "openai:llama3.2");
+    let from_env =
+        |name: &str| (name == "OPENAI_BASE_URL").then(|| "http://localhost:8080/v1".into());
+    let model = build_with_env(
+        &"openai:llama3.2".parse().unwrap(),
+        ProviderOptions::default(),
+        from_env,
+    )
+    .unwrap();
+    assert_eq!(model.name(), "openai:llama3.2");
 }
 
 #[test]

@@ -24,7 +24,7 @@ const CONNECTION_GRACE: Duration = Duration::from_secs(5);
 #[derive(Debug, thiserror::Error)]
 pub enum ServerError {
     /// The address could not be bound.
-    #[error("cannot listen on {addr}: {source}")]
+    #[error("cannot listen on {addr}")]
     Bind {
         /// The address.
         addr: String,
