@@ -164,19 +164,27 @@ async fn the_timeline_shows_two_corrections_and_their_total() {
         assert_eq!(fix.as_deref(), Some("3 + 4 = 8 → 7"));
         screenshot(&client, "run.png").await;
 
+        let run_url = client.current_url().await?;
         client.goto(&server.url("/#/")).await?;
         let row = client
             .wait()
             .at_most(wait)
             .for_element(Locator::Css("#runs-body tr"))
-            .await?
-            .text()
             .await?;
+        let text = row.text().await?;
         assert!(
-            row.contains("What is 2*(3+4)?") && row.contains("satisfied"),
-            "{row}"
+            text.contains("What is 2*(3+4)?") && text.contains("satisfied"),
+            "{text}"
+        );
+        let run_id = row.attr("data-run").await?.unwrap_or_default();
+        assert!(
+            run_url.as_str().ends_with(&format!("#/runs/{run_id}")),
+            "the row's run {run_id:?} is the run at {run_url}"
         );
         screenshot(&client, "list.png").await;
+        row.click().await?;
+        let opened = client.current_url().await?;
+        assert_eq!(opened.as_str(), run_url.as_str());
         Ok::<_, fantoccini::error::CmdError>(())
     }
     .await;

@@ -71,7 +71,7 @@ fn shared_store_suite(db: &str) {
                 .as_array()
                 .unwrap()
                 .iter()
-                .any(|r| r["id"] == id.as_str())
+                .any(|r| r["run_id"] == id.as_str())
         );
         assert_eq!(run(&b, &id).await["status"], "running");
         let streamed = read_sse(

@@ -86,7 +86,8 @@ pub enum RunEnd {
 /// One row of the run list.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct RunSummary {
-    /// The run's id.
+    /// The run's id: `run_id` in JSON, as in the run report (`id` is still read).
+    #[serde(rename = "run_id", alias = "id")]
     pub id: String,
     /// Where the run is in its life.
     pub status: RunStatus,

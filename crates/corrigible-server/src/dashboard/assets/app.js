@@ -187,7 +187,7 @@ let expanded = false; // older pages loaded: stop the automatic refresh
 
 function runRow(run) {
   const tokens = fmtNum(run.input_tokens) + " / " + fmtNum(run.output_tokens);
-  return h("tr", { "data-run": run.id, onclick: () => { location.hash = "#/runs/" + encodeURIComponent(run.id); } },
+  return h("tr", { "data-run": run.run_id, onclick: () => { location.hash = "#/runs/" + encodeURIComponent(run.run_id); } },
     h("td", { class: "when", title: new Date(run.created_at).toLocaleString(), text: fmtWhen(run.created_at) }),
     h("td", { class: "prompt", title: run.prompt, text: run.prompt }),
     h("td", {}, statusBadge(run)),
