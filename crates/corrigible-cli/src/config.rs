@@ -315,11 +315,11 @@ impl FileConfig {
                 Vec::new()
             }
         });
-        if effective
+        let embedded = effective
             .model
             .as_deref()
-            .is_some_and(|m| m == "local" || m.starts_with("local:"))
-        {
+            .is_some_and(|m| matches!(m.parse(), Ok(corrigible_models::ModelSpec::Local { .. })));
+        if embedded {
             effective.think_tokens.get_or_insert(0);
             effective.thought_calculator.get_or_insert(true);
             effective.prefix_cache.get_or_insert(true);

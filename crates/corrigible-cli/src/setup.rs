@@ -187,9 +187,7 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
 /// Whether the configured `openai:` base URL is a server other than OpenAI's own API, whose
 /// tool calling is not known.
 fn compatible_server(base_url: Option<&str>) -> bool {
-    base_url
-        .map(|url| url.trim().trim_end_matches('/'))
-        .is_some_and(|url| !url.is_empty() && url != Provider::OpenAi.default_base_url())
+    !Provider::OpenAi.is_own_api(base_url)
 }
 
 /// What a failed probe says, with how to skip it.

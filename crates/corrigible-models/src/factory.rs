@@ -45,10 +45,8 @@ pub fn build_with_env(
     }
 }
 
-/// Whether requests to `provider` at `base_url` (unset: the provider's own API) need a key.
+/// Whether requests to `provider` at `base_url` need a key: every provider's own API does, an
+/// OpenAI-compatible server elsewhere may not.
 fn needs_key(provider: Provider, base_url: Option<&str>) -> bool {
-    let own_api = base_url
-        .map(|url| url.trim().trim_end_matches('/'))
-        .is_none_or(|url| url.is_empty() || url == provider.default_base_url());
-    provider != Provider::OpenAi || own_api
+    provider != Provider::OpenAi || provider.is_own_api(base_url)
 }

@@ -54,6 +54,14 @@ impl Provider {
         }
     }
 
+    /// Whether `base_url` (unset or empty: the default) is the provider's own API rather than
+    /// a compatible server elsewhere; a trailing `/` is ignored.
+    pub fn is_own_api(self, base_url: Option<&str>) -> bool {
+        base_url
+            .map(|url| url.trim().trim_end_matches('/'))
+            .is_none_or(|url| url.is_empty() || url == self.default_base_url())
+    }
+
     /// A readable name for messages.
     pub fn display_name(self) -> &'static str {
         match self {
