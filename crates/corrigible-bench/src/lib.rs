@@ -27,5 +27,5 @@ pub use error::BenchError;
 pub use faults::{FaultConfig, FaultKind, FaultyModel, InjectedFault};
 pub use metrics::{BenchReport, ColumnReport, FaultStats, TaskResult};
 pub use policy::PolicyKind;
-pub use runner::{BenchConfig, ModelFactory, Variant, run_bench};
+pub use runner::{BenchConfig, Examples, ModelFactory, Variant, run_bench};
 pub use suite::{Grade, Suite, SuiteSpec, Task};

@@ -79,9 +79,30 @@ pub struct BenchConfig {
     pub progress: bool,
     /// The model's name for the report.
     pub model_name: String,
-    /// Whether the agent is shown the built-in worked examples, as `corrigible run` is by
-    /// default.
-    pub examples: bool,
+    /// The worked examples the agent is shown.
+    pub examples: Examples,
+}
+
+/// Which worked examples a bench shows the agent.
+#[derive(Debug, Clone, Default)]
+pub enum Examples {
+    /// The built-in ones for the task's tools, as `corrigible run` shows them (none for BFCL).
+    #[default]
+    Builtin,
+    /// None.
+    None,
+    /// These, for every task.
+    Given(Vec<corrigible::WorkedExample>),
+}
+
+impl Examples {
+    fn for_tools(&self, names: &[&str]) -> Vec<corrigible::WorkedExample> {
+        match self {
+            Examples::Builtin => corrigible_tools::builtin_examples(names),
+            Examples::None => Vec::new(),
+            Examples::Given(examples) => examples.clone(),
+        }
+    }
 }
 
 /// Loads the suite and runs it.
@@ -111,12 +132,7 @@ pub async fn run_suite(
     let mut results = Vec::new();
     for (index, task) in suite.tasks.iter().enumerate() {
         let registry = suite.registry(task)?;
-        // The same worked examples as `corrigible run` by default (none for BFCL tasks).
-        let examples = if config.examples {
-            corrigible_tools::builtin_examples(&registry.names())
-        } else {
-            Vec::new()
-        };
+        let examples = config.examples.for_tools(&registry.names());
         let agent = Agent::builder_shared((variants[0].factory)())
             .tools(registry)
             .worked_examples(examples)

@@ -7,7 +7,7 @@ use std::sync::Arc;
 use common::ByPrompt;
 use corrigible::{Model, Protocol};
 use corrigible_bench::{
-    BenchConfig, FaultConfig, ModelFactory, PolicyKind, SuiteSpec, Variant, run_bench,
+    BenchConfig, Examples, FaultConfig, ModelFactory, PolicyKind, SuiteSpec, Variant, run_bench,
 };
 
 const SUITE: &str = r#"{"id": "mul", "prompt": "What is 6 times 7?", "answer": [42], "tool": "calculator"}
@@ -66,7 +66,7 @@ fn config(name: &str, faults: Option<FaultConfig>) -> BenchConfig {
         faults,
         progress: false,
         model_name: "by-prompt".into(),
-        examples: true,
+        examples: Examples::Builtin,
     }
 }
 
@@ -179,54 +179,66 @@ async fn outputs_render_and_write() {
     std::fs::remove_dir_all(&dir).unwrap();
 }
 
-/// Passes requests on to the scripted model, counting those that carried worked examples.
-struct CountsExamples {
+/// Passes requests on to the scripted model, keeping the first user turn of each request's
+/// worked examples.
+struct SeesExamples {
     inner: Arc<common::ByPrompt>,
-    with_examples: std::sync::atomic::AtomicUsize,
+    first: std::sync::Mutex<Vec<Option<String>>>,
 }
 
 #[async_trait::async_trait]
-impl Model for CountsExamples {
+impl Model for SeesExamples {
     fn name(&self) -> &str {
-        "counts-examples"
+        "sees-examples"
     }
 
     async fn complete(
         &self,
         request: &corrigible::ModelRequest,
     ) -> Result<corrigible::ModelReply, corrigible::ModelError> {
-        if request
+        let first = request
             .messages
             .iter()
-            .any(|m| m.kind == corrigible::MessageKind::Example)
-        {
-            self.with_examples
-                .fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        }
+            .find(|m| m.kind == corrigible::MessageKind::Example)
+            .map(|m| m.content.clone());
+        self.first.lock().unwrap().push(first);
         self.inner.complete(request).await
     }
 }
 
 #[tokio::test]
-async fn worked_examples_are_shown_unless_turned_off() {
-    for examples in [true, false] {
-        let counter = Arc::new(CountsExamples {
+async fn worked_examples_are_the_builtin_ones_none_or_the_given_ones() {
+    let given: Vec<corrigible::WorkedExample> =
+        serde_json::from_str(r#"[{"request": "Say hi in Dutch.", "answer": "Hallo!"}]"#).unwrap();
+    for (name, examples) in [
+        ("builtin", Examples::Builtin),
+        ("none", Examples::None),
+        ("given", Examples::Given(given.clone())),
+    ] {
+        let seen = Arc::new(SeesExamples {
             inner: model(),
-            with_examples: Default::default(),
+            first: Default::default(),
         });
-        let shared = counter.clone();
+        let shared = seen.clone();
         let factory: ModelFactory = Arc::new(move || shared.clone() as Arc<dyn Model>);
         let config = BenchConfig {
-            examples,
-            ..config(&format!("examples-{examples}"), None)
+            examples: examples.clone(),
+            ..config(&format!("examples-{name}"), None)
         };
         let report = run_bench(&config, &[Variant::single(factory)])
             .await
             .unwrap();
-        let seen = counter
-            .with_examples
-            .load(std::sync::atomic::Ordering::Relaxed);
         assert_eq!(report.results.len(), 9);
-        assert_eq!(seen > 0, examples, "{seen} requests with examples");
+        let first = seen.first.lock().unwrap().clone();
+        assert!(!first.is_empty());
+        for request in first {
+            match &examples {
+                Examples::Builtin => {
+                    assert!(request.is_some_and(|r| r != "Say hi in Dutch."))
+                }
+                Examples::None => assert_eq!(request, None),
+                Examples::Given(_) => assert_eq!(request.as_deref(), Some("Say hi in Dutch.")),
+            }
+        }
     }
 }

@@ -48,7 +48,7 @@ fn config(category: BfclCategory) -> BenchConfig {
         faults: None,
         progress: false,
         model_name: "by-prompt".into(),
-        examples: true,
+        examples: corrigible_bench::Examples::Builtin,
     }
 }
 

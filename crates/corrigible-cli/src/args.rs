@@ -369,6 +369,10 @@ pub struct BenchArgs {
     /// Show the agent no worked examples (by default it sees the built-in ones, as `run` does).
     #[arg(long)]
     pub no_examples: bool,
+    /// Show the agent these worked examples on every task instead of the built-in ones, a JSON
+    /// array in the format of `run --examples`: to measure your own examples on a suite.
+    #[arg(long, value_name = "FILE", conflicts_with = "no_examples")]
+    pub examples: Option<PathBuf>,
     #[command(flatten)]
     pub model: ModelArgs,
 }

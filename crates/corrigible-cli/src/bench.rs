@@ -6,7 +6,9 @@ use std::sync::Arc;
 use anyhow::{Context, anyhow, bail};
 use corrigible::{Model, Protocol};
 use corrigible_bench::correct::{Trajectory, trajectory};
-use corrigible_bench::{BenchConfig, FaultConfig, ModelFactory, PolicyKind, SuiteSpec, Variant};
+use corrigible_bench::{
+    BenchConfig, Examples, FaultConfig, ModelFactory, PolicyKind, SuiteSpec, Variant,
+};
 use corrigible_local::{Constrain, LocalConfig, LocalModel};
 use corrigible_models::ModelSpec;
 
@@ -40,6 +42,11 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     if args.limit == Some(0) {
         bail!("--limit: must be at least 1");
     }
+    let examples = match &args.examples {
+        _ if args.no_examples => Examples::None,
+        Some(path) => Examples::Given(setup::examples_file(path)?),
+        None => Examples::Builtin,
+    };
     let (variants, protocol, model_name) = variants(&args.model).await?;
     let config = BenchConfig {
         suite,
@@ -50,7 +57,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         faults,
         progress: !args.json,
         model_name,
-        examples: !args.no_examples,
+        examples,
     };
     let report = corrigible_bench::run_bench(&config, &variants).await?;
     if args.json {

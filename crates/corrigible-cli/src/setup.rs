@@ -38,18 +38,21 @@ pub fn examples(args: &ToolArgs, tools: &ToolRegistry) -> anyhow::Result<Vec<Wor
         return Ok(Vec::new());
     }
     match &args.examples {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("--examples: cannot read {}", path.display()))?;
-            serde_json::from_str(&text).with_context(|| {
-                format!(
-                    "--examples: {} is not a JSON array of worked examples",
-                    path.display()
-                )
-            })
-        }
+        Some(path) => examples_file(path),
         None => Ok(corrigible_tools::builtin_examples(&tools.names())),
     }
+}
+
+/// The worked examples in `path`, a JSON array (`--examples` of `run`, `serve` and `bench`).
+pub fn examples_file(path: &std::path::Path) -> anyhow::Result<Vec<WorkedExample>> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("--examples: cannot read {}", path.display()))?;
+    serde_json::from_str(&text).with_context(|| {
+        format!(
+            "--examples: {} is not a JSON array of worked examples",
+            path.display()
+        )
+    })
 }
 
 /// Fills unset flags from the configuration file.
