@@ -77,6 +77,7 @@ pub async fn run(model: &dyn Model, run_id: &str, prompt: &str) -> Result<RunRep
         model_calls: vec![record],
         usage,
         breaker_events: Vec::new(),
+        verifications: Vec::new(),
         output: None,
         prompt: prompt.to_string(),
         model: model.name().to_string(),

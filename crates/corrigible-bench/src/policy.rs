@@ -18,6 +18,9 @@ pub enum PolicyKind {
     SelfCorrect,
     /// As `self-correct`, under the `strict` profile: every evidence rule on.
     Strict,
+    /// As `self-correct`, with every satisfied answer verified (the bench's verifier: the
+    /// run's own model unless `--verifier` names another).
+    Verify,
     /// No agent: the bare model, asked to think step by step and end with `Answer: N`, with
     /// no tools, in one call (see [`crate::bare`]).
     Bare,
@@ -33,12 +36,13 @@ impl PolicyKind {
     ];
 
     /// Every policy that can be named, the agent's and `bare`.
-    pub const NAMED: [PolicyKind; 5] = [
+    pub const NAMED: [PolicyKind; 6] = [
         PolicyKind::Bare,
         PolicyKind::OneShot,
         PolicyKind::Repair,
         PolicyKind::SelfCorrect,
         PolicyKind::Strict,
+        PolicyKind::Verify,
     ];
 
     /// The name used on the command line and in reports.
@@ -48,6 +52,7 @@ impl PolicyKind {
             PolicyKind::Repair => "repair",
             PolicyKind::SelfCorrect => "self-correct",
             PolicyKind::Strict => "strict",
+            PolicyKind::Verify => "verify",
             PolicyKind::Bare => "bare",
         }
     }
@@ -57,12 +62,17 @@ impl PolicyKind {
         self != PolicyKind::Bare
     }
 
+    /// Whether runs under this policy have their satisfied answers verified.
+    pub fn verifies(self) -> bool {
+        self == PolicyKind::Verify
+    }
+
     /// The engine policy, with the task's bound on executed actions.
     pub fn policy(self, max_actions: u32) -> Policy {
         let mut policy = match self {
             PolicyKind::OneShot | PolicyKind::Bare => Policy::one_shot(),
             PolicyKind::Repair => Policy::repair_only(),
-            PolicyKind::SelfCorrect => Policy::default(),
+            PolicyKind::SelfCorrect | PolicyKind::Verify => Policy::default(),
             PolicyKind::Strict => Policy {
                 checks: Checks::STRICT,
                 ..Policy::default()
@@ -88,7 +98,7 @@ impl FromStr for PolicyKind {
             .find(|p| p.as_str() == s.trim())
             .ok_or_else(|| {
                 format!(
-                    "unknown policy `{s}`: expected bare, one-shot, repair, self-correct or strict"
+                    "unknown policy `{s}`: expected bare, one-shot, repair, self-correct, strict or verify"
                 )
             })
     }

@@ -81,6 +81,8 @@ pub struct BenchConfig {
     pub model_name: String,
     /// The worked examples the agent is shown.
     pub examples: Examples,
+    /// The verifier of the `verify` policy (default: the run's own model).
+    pub verifier: Option<corrigible::Verifier>,
 }
 
 /// Which worked examples a bench shows the agent.
@@ -133,15 +135,25 @@ pub async fn run_suite(
     for (index, task) in suite.tasks.iter().enumerate() {
         let registry = suite.registry(task)?;
         let examples = config.examples.for_tools(&registry.names());
-        let agent = Agent::builder_shared((variants[0].factory)())
-            .tools(registry)
-            .worked_examples(examples)
-            .protocol(config.protocol)
-            .build()
-            .map_err(|e| BenchError::Agent {
+        let build = |verifier: Option<corrigible::Verifier>| {
+            let mut builder = Agent::builder_shared((variants[0].factory)())
+                .tools(registry.clone())
+                .worked_examples(examples.clone())
+                .protocol(config.protocol);
+            if let Some(verifier) = verifier {
+                builder = builder.verifier(verifier);
+            }
+            builder.build().map_err(|e| BenchError::Agent {
                 task: task.id.clone(),
                 message: e.to_string(),
-            })?;
+            })
+        };
+        let agent = build(None)?;
+        let verified = if config.policies.iter().any(|p| p.verifies()) {
+            Some(build(Some(config.verifier.clone().unwrap_or_default()))?)
+        } else {
+            None
+        };
         for (nth, variant) in variants.iter().enumerate() {
             for &policy in &config.policies {
                 if !policy.is_agent() && nth > 0 {
@@ -168,6 +180,10 @@ pub async fn run_suite(
                 };
                 let started = Instant::now();
                 let outcome = if policy.is_agent() {
+                    let agent = match &verified {
+                        Some(verified) if policy.verifies() => verified,
+                        _ => &agent,
+                    };
                     agent.run_with(&task.prompt, options).await
                 } else {
                     let bare = variant.bare.as_ref().map(|f| f()).unwrap_or(run_model);

@@ -67,6 +67,7 @@ fn config(name: &str, faults: Option<FaultConfig>) -> BenchConfig {
         progress: false,
         model_name: "by-prompt".into(),
         examples: Examples::Builtin,
+        verifier: None,
     }
 }
 

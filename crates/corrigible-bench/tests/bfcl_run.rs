@@ -49,6 +49,7 @@ fn config(category: BfclCategory) -> BenchConfig {
         progress: false,
         model_name: "by-prompt".into(),
         examples: corrigible_bench::Examples::Builtin,
+        verifier: None,
     }
 }
 

@@ -8,14 +8,8 @@ use corrigible_bench::correct::{RuleSet, run_corpus_with, trajectory};
 async fn the_default_policy_sends_back_no_correct_trajectory() {
     let corpus = trajectory::builtin().unwrap();
     let sets = [
-        RuleSet {
-            name: "default".into(),
-            checks: Policy::default().checks,
-        },
-        RuleSet {
-            name: "strict".into(),
-            checks: Checks::STRICT,
-        },
+        RuleSet::new("default", Policy::default().checks),
+        RuleSet::new("strict", Checks::STRICT),
     ];
     let report = run_corpus_with(&corpus, &sets).await.unwrap();
     assert!(report.correct_total >= 300, "{}", report.correct_total);
@@ -35,10 +29,7 @@ async fn the_default_policy_sends_back_no_correct_trajectory() {
 #[tokio::test]
 async fn every_correct_trajectory_replays_as_written() {
     let corpus = trajectory::builtin().unwrap();
-    let sets = [RuleSet {
-        name: "contract".into(),
-        checks: Checks::NONE,
-    }];
+    let sets = [RuleSet::new("contract", Checks::NONE)];
     let report = run_corpus_with(&corpus, &sets).await.unwrap();
     assert!(
         report.broken.is_empty(),
@@ -63,10 +54,7 @@ struct DevSet {
 /// Runs `rule` alone over the built-in corpus, asserting that it sends back no correct work.
 async fn rule_alone(rule: &str, prefix: &str) -> DevSet {
     let corpus = trajectory::builtin().unwrap();
-    let sets = [RuleSet {
-        name: rule.into(),
-        checks: Checks::only(rule).unwrap(),
-    }];
+    let sets = [RuleSet::new(rule, Checks::only(rule).unwrap())];
     let report = run_corpus_with(&corpus, &sets).await.unwrap();
     let row = report.row(rule).unwrap();
     let table = corrigible_bench::correct::table(&report);

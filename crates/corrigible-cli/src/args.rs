@@ -204,6 +204,18 @@ pub struct BoundArgs {
     /// Input plus output tokens per run (default: unlimited).
     #[arg(long)]
     pub max_tokens: Option<u64>,
+    /// Has every satisfied answer checked before it is accepted: a verifier model reads the
+    /// request, the tool results and the answer, and an objection that the run's text proves
+    /// goes back as `verifier_objection` (default: off; docs/corrections.md)
+    #[arg(long, help_heading = "Rules")]
+    pub verify: bool,
+    /// The verifying model, a spec as `--model` takes (default: the run's own model); implies
+    /// `--verify`
+    #[arg(long, value_name = "MODEL", help_heading = "Rules")]
+    pub verifier: Option<String>,
+    /// Verifications per run; later answers are accepted unchecked (default 2).
+    #[arg(long)]
+    pub max_verifications: Option<u32>,
 }
 
 /// `corrigible run`.
@@ -373,6 +385,10 @@ pub struct BenchArgs {
     /// array in the format of `run --examples`: to measure your own examples on a suite.
     #[arg(long, value_name = "FILE", conflicts_with = "no_examples")]
     pub examples: Option<PathBuf>,
+    /// The verifying model of the `verify` policy, a spec as `--model` takes (default: the
+    /// run's own model). With `--suite correct`, replays the corpus with this verifier alone.
+    #[arg(long, value_name = "MODEL")]
+    pub verifier: Option<String>,
     #[command(flatten)]
     pub model: ModelArgs,
 }

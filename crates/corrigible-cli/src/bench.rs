@@ -21,7 +21,8 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         return bench_model(model).await;
     }
     if let Some(corpus) = correct_corpus(&args.suite)? {
-        return bench_corpus(&corpus, args.json).await;
+        let verifier = verifier(&args, true).await?;
+        return bench_corpus(&corpus, verifier, args.json).await;
     }
     let suite: SuiteSpec = args.suite.parse().context("--suite")?;
     let policies = args
@@ -47,6 +48,10 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         Some(path) => Examples::Given(setup::examples_file(path)?),
         None => Examples::Builtin,
     };
+    if args.verifier.is_some() && !policies.iter().any(|p| p.verifies()) {
+        bail!("--verifier: add `verify` to --policies");
+    }
+    let verifier = verifier(&args, false).await?;
     let (variants, protocol, model_name) = variants(&args.model).await?;
     let config = BenchConfig {
         suite,
@@ -58,6 +63,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         progress: !args.json,
         model_name,
         examples,
+        verifier,
     };
     let report = corrigible_bench::run_bench(&config, &variants).await?;
     if args.json {
@@ -91,9 +97,44 @@ fn correct_corpus(suite: &str) -> anyhow::Result<Option<Vec<Trajectory>>> {
     Ok(Some(trajectory::parse(path, &text)?))
 }
 
-/// `corrigible bench --suite correct`: every rule's false rejections and catches.
-async fn bench_corpus(trajectories: &[Trajectory], json: bool) -> anyhow::Result<()> {
-    let report = corrigible_bench::correct::run_corpus(trajectories).await?;
+/// The verifier `--verifier` names, set up as `run --verifier` sets it up; with the corpus
+/// (`corpus`) the run's model is a script, so it must be named.
+async fn verifier(args: &BenchArgs, corpus: bool) -> anyhow::Result<Option<corrigible::Verifier>> {
+    let Some(spec) = &args.verifier else {
+        return Ok(None);
+    };
+    let bounds = crate::args::BoundArgs {
+        verifier: Some(spec.clone()),
+        ..Default::default()
+    };
+    let own = ModelArgs {
+        model: if corpus {
+            Some("replay:".into())
+        } else {
+            args.model.model.clone()
+        },
+        ..args.model.clone()
+    };
+    crate::verifier::verifier(&bounds, &Default::default(), &own).await
+}
+
+/// `corrigible bench --suite correct`: every rule's false rejections and catches, or with a
+/// verifier, what verification alone sends back and catches.
+async fn bench_corpus(
+    trajectories: &[Trajectory],
+    verifier: Option<corrigible::Verifier>,
+    json: bool,
+) -> anyhow::Result<()> {
+    let report = match verifier {
+        Some(verifier) => {
+            corrigible_bench::correct::run_corpus_with(
+                trajectories,
+                &[corrigible_bench::correct::RuleSet::verifier(verifier)],
+            )
+            .await?
+        }
+        None => corrigible_bench::correct::run_corpus(trajectories).await?,
+    };
     if json {
         println!("{}", serde_json::to_string_pretty(&report)?);
     } else {

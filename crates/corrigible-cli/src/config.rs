@@ -66,6 +66,9 @@ pub struct FileConfig {
     /// Correction feedback.
     #[serde(default)]
     pub feedback: FeedbackConfig,
+    /// Verification of satisfied answers.
+    #[serde(default)]
+    pub verify: VerifyConfig,
     /// MCP servers, as `[[mcp]]` tables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<crate::mcp::McpTable>,
@@ -202,6 +205,21 @@ pub struct FeedbackConfig {
     /// A minijinja template replacing the default feedback.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub template: Option<String>,
+}
+
+/// `[verify]`.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct VerifyConfig {
+    /// Whether satisfied answers are verified, as `--verify`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub enabled: Option<bool>,
+    /// The verifying model, as `--verifier` (implies `enabled`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub model: Option<String>,
+    /// Verifications per run, as `--max-verifications`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub max_per_run: Option<u32>,
 }
 
 /// Where the configuration comes from: `--config`, else `CORRIGIBLE_CONFIG`, else nothing.
@@ -432,6 +450,19 @@ mod tests {
         assert!(err.contains("reset_ms"), "{err}");
         let err = parse("grounding = \"vibes\"\n").unwrap_err().to_string();
         assert!(err.contains("grounding") && err.contains("vibes"), "{err}");
+    }
+
+    #[test]
+    fn the_verify_table_is_read_and_its_unknown_keys_refused() {
+        let config =
+            parse("[verify]\nenabled = true\nmodel = \"local\"\nmax_per_run = 3\n").unwrap();
+        assert_eq!(config.verify.enabled, Some(true));
+        assert_eq!(config.verify.model.as_deref(), Some("local"));
+        assert_eq!(config.verify.max_per_run, Some(3));
+        let err = parse("[verify]\nverifier = \"local\"\n")
+            .unwrap_err()
+            .to_string();
+        assert!(err.contains("verifier"), "{err}");
     }
 
     #[test]

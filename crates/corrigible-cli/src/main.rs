@@ -11,6 +11,7 @@ mod prompt;
 mod render;
 mod setup;
 mod transcript;
+mod verifier;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;
@@ -170,6 +171,9 @@ async fn build_agent(
         .protocol_reason(model.protocol_reason);
     if let Some(template) = &file.feedback.template {
         builder = builder.feedback_template(template.clone());
+    }
+    if let Some(verifier) = verifier::verifier(bounds, &file.verify, model_args).await? {
+        builder = builder.verifier(verifier);
     }
     if let Some(store) = breaker_store {
         builder = builder.breaker_store(store);

@@ -209,6 +209,45 @@ impl TraceSink for LiveTrace {
                 );
                 self.line(format!("  {} {result}", s.dim(&head)))
             }
+            TraceEvent::Verification { record } => {
+                let head = format!(
+                    "verified by {} ({:.0} ms, {} tokens in → {} out):",
+                    record.model, record.latency_ms, record.input_tokens, record.output_tokens
+                );
+                let verdict = match (&record.error, record.objected) {
+                    (Some(error), _) => s.yellow(&format!("no report, accepted ({error})")),
+                    (None, true) => s.red("objection proven, sent back"),
+                    (None, false) => s.green("nothing proven wrong, accepted"),
+                };
+                self.line(format!(
+                    "  {} {} {verdict}",
+                    s.bold("? check"),
+                    s.dim(&head)
+                ));
+                if let Some(reason) = &record.reason {
+                    self.line(format!(
+                        "    {} {}",
+                        s.dim("verifier:"),
+                        shorten(reason, 200)
+                    ));
+                }
+                for c in &record.comparisons {
+                    let ruling = match (&c.objection, &c.proven_in, c.dropped) {
+                        (Some(kind), Some(source), _) => {
+                            s.red(&format!("{}: {}", kind.as_str(), source_name(source)))
+                        }
+                        (_, _, Some(reason)) => s.dim(reason.as_str()),
+                        _ => String::new(),
+                    };
+                    self.line(format!(
+                        "    {} `{}` beside `{}` ({})  {ruling}",
+                        s.dim("compared"),
+                        shorten(&c.answer_says, 40),
+                        shorten(&c.quote, 80),
+                        shorten(&c.source_says, 40)
+                    ));
+                }
+            }
             TraceEvent::Breaker { transition } => self.line(format!(
                 "  {} {}: {:?} → {:?} after {} failure(s)",
                 s.yellow("⚡ breaker"),
@@ -219,6 +258,15 @@ impl TraceSink for LiveTrace {
             )),
             TraceEvent::RunFinished { .. } | TraceEvent::RunFailed { .. } => {}
         }
+    }
+}
+
+/// Where a proven objection's quote was found, for a trace line.
+fn source_name(source: &corrigible::verify::Source) -> String {
+    match source {
+        corrigible::verify::Source::Request => "request".into(),
+        corrigible::verify::Source::ToolResult { tool } => format!("result of {tool}"),
+        corrigible::verify::Source::Nowhere => "no source".into(),
     }
 }
 

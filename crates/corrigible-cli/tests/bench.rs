@@ -152,7 +152,13 @@ fn bad_flags_are_usage_errors() {
         &["bench", "--suite", "mmlu", "--model", "replay:/nonexistent"][..],
         &["bench", "--policies", "retry"][..],
         &["bench", "--faults", "2", "--model", "replay:/nonexistent"][..],
-        &["bench", "--examples", "/nonexistent", "--model", "replay:/nonexistent"][..],
+        &[
+            "bench",
+            "--examples",
+            "/nonexistent",
+            "--model",
+            "replay:/nonexistent",
+        ][..],
     ] {
         let out = corrigible(args);
         assert_eq!(out.status.code(), Some(2), "{args:?}");

@@ -257,6 +257,31 @@ fn usage_errors_exit_2() {
         vec!["run", "--model", "openai:m", "--temperature", "2.5", "hi"],
         vec!["run", "--model", "openai:m", "--temperature", "NaN", "hi"],
         vec!["run", "--model", "local", "--temperature", "0", "hi"],
+        vec![
+            "run",
+            "--model",
+            spec(&file).leak(),
+            "--max-verifications",
+            "2",
+            "hi",
+        ],
+        vec![
+            "run",
+            "--model",
+            spec(&file).leak(),
+            "--verify",
+            "--max-verifications",
+            "0",
+            "hi",
+        ],
+        vec![
+            "run",
+            "--model",
+            spec(&file).leak(),
+            "--verifier",
+            "nonsense:x",
+            "hi",
+        ],
     ] {
         let out = corrigible(&args);
         assert_eq!(
@@ -740,4 +765,50 @@ fn serve_refuses_an_open_address_before_saying_it_serves() {
         err.contains("--insecure-no-auth") || err.contains("api-key"),
         "{err}"
     );
+}
+
+#[test]
+fn verify_sends_a_proven_objection_back_and_shows_the_check() {
+    let wrong = r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"2*(3+4) is 41\"}"}"#;
+    let report = r#"{"text": "{\"state\":\"action\",\"reason\":\"The answer says 41; the result says 14.\",\"tool\":\"report\",\"tool_input\":{\"comparisons\":[{\"answer_says\":\"41\",\"quote\":\"14\",\"source_says\":\"14\"}]}}"}"#;
+    let agrees = r#"{"text": "{\"state\":\"action\",\"reason\":\"They agree.\",\"tool\":\"report\",\"tool_input\":{\"comparisons\":[]}}"}"#;
+    let file = replay(&[GOOD_CALL, wrong, report, FINAL, agrees]);
+    let out = corrigible(&[
+        "run",
+        "--model",
+        &spec(&file),
+        "--verify",
+        "--json",
+        "What is 2*(3+4)?",
+    ]);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(json["final_summary"], "14");
+    assert_eq!(json["corrections"][0]["category"], "verifier_objection");
+    assert_eq!(json["usage"]["verifications"], 2);
+    assert_eq!(json["verifications"][0]["objected"], true);
+    assert_eq!(
+        json["verifications"][0]["comparisons"][0]["objection"],
+        "contradicts"
+    );
+    assert_eq!(json["verifications"][1]["objected"], false);
+
+    let file = replay(&[GOOD_CALL, wrong, report, FINAL, agrees]);
+    let out = corrigible(&[
+        "run",
+        "--model",
+        &spec(&file),
+        "--verify",
+        "What is 2*(3+4)?",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("? check"), "{text}");
+    assert!(text.contains("objection proven, sent back"), "{text}");
+    assert!(text.contains("verifier_objection"), "{text}");
+    assert!(text.contains("nothing proven wrong, accepted"), "{text}");
 }

@@ -156,6 +156,7 @@ fn report(run_id: &str) -> RunReport {
             ..UsageTotals::default()
         },
         breaker_events: Vec::new(),
+        verifications: Vec::new(),
         output: None,
         prompt: format!("prompt of {run_id}"),
         model: "replay".into(),

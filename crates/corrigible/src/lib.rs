@@ -24,6 +24,7 @@ pub mod prompt;
 mod stage;
 pub mod tool;
 pub mod trace;
+pub mod verify;
 
 pub use agent::{Agent, AgentBuilder, BuildError, OutputValidator, RunError, RunOptions};
 pub use correction::{Allowed, Category, CorrectionContext, Rejection};
@@ -43,3 +44,4 @@ pub use probe::{ProbeFinding, ProtocolReason, probe_tool_calling};
 pub use stage::{Stage, StageParseError};
 pub use tool::{Tool, ToolContext, ToolOutcome, ToolRegistry, TypedTool};
 pub use trace::{RunReport, StopReason, TraceEvent, TraceSink};
+pub use verify::Verifier;

@@ -29,37 +29,46 @@ use crate::tools_suite::ToolsEnv;
 /// A named set of rules the corpus is replayed under.
 #[derive(Debug, Clone, Serialize)]
 pub struct RuleSet {
-    /// `contract`, a rule's category name, `precise` or `strict`.
+    /// `contract`, a rule's category name, `precise`, `strict` or `verifier`.
     pub name: String,
     /// The checks it turns on.
     #[serde(skip)]
     pub checks: Checks,
+    /// The verifier of satisfied answers, if any. A set with one replays each trajectory under
+    /// the json protocol only: the verifier reads the same evidence under either.
+    #[serde(skip)]
+    pub verifier: Option<corrigible::Verifier>,
 }
 
 impl RuleSet {
     /// The contract alone, each evidence rule alone, then both profiles.
     pub fn all() -> Vec<RuleSet> {
-        let mut sets = vec![RuleSet {
-            name: "contract".into(),
-            checks: Checks::NONE,
-        }];
+        let mut sets = vec![RuleSet::new("contract", Checks::NONE)];
         for (name, _) in Checks::STRICT.rules() {
             if let Some(checks) = Checks::only(name) {
-                sets.push(RuleSet {
-                    name: name.into(),
-                    checks,
-                });
+                sets.push(RuleSet::new(name, checks));
             }
         }
-        sets.push(RuleSet {
-            name: "precise".into(),
-            checks: Checks::PRECISE,
-        });
-        sets.push(RuleSet {
-            name: "strict".into(),
-            checks: Checks::STRICT,
-        });
+        sets.push(RuleSet::new("precise", Checks::PRECISE));
+        sets.push(RuleSet::new("strict", Checks::STRICT));
         sets
+    }
+
+    /// The set `name` of `checks`, with no verifier.
+    pub fn new(name: &str, checks: Checks) -> Self {
+        RuleSet {
+            name: name.into(),
+            checks,
+            verifier: None,
+        }
+    }
+
+    /// The contract and `verifier` alone: what verification sends back and catches.
+    pub fn verifier(verifier: corrigible::Verifier) -> Self {
+        RuleSet {
+            verifier: Some(verifier),
+            ..RuleSet::new("verifier", Checks::NONE)
+        }
     }
 }
 
@@ -167,8 +176,19 @@ pub async fn run_corpus_with(
         };
         for trajectory in trajectories {
             let mut sent_back = None;
-            for protocol in [Protocol::Json, Protocol::Native] {
-                let verdict = replay(trajectory, set.checks, protocol, &env).await?;
+            let protocols: &[Protocol] = match set.verifier {
+                Some(_) => &[Protocol::Json],
+                None => &[Protocol::Json, Protocol::Native],
+            };
+            for &protocol in protocols {
+                let verdict = replay(
+                    trajectory,
+                    set.checks,
+                    protocol,
+                    &env,
+                    set.verifier.as_ref(),
+                )
+                .await?;
                 let entry = Rejected {
                     id: trajectory.id.clone(),
                     source: trajectory.source.clone(),
@@ -247,12 +267,13 @@ fn registry(trajectory: &Trajectory, env: &ToolsEnv) -> Result<ToolRegistry, Ben
 }
 
 /// Replays one trajectory under `checks` and `protocol`, with the built-in worked examples of
-/// its tools, as `corrigible run` shows them.
+/// its tools, as `corrigible run` shows them, and `verifier` checking its satisfied answers.
 pub async fn replay(
     trajectory: &Trajectory,
     checks: Checks,
     protocol: Protocol,
     env: &ToolsEnv,
+    verifier: Option<&corrigible::Verifier>,
 ) -> Result<Verdict, BenchError> {
     let model = Arc::new(ScriptModel::new(trajectory, protocol));
     let mut policy = Policy {
@@ -260,16 +281,18 @@ pub async fn replay(
         ..Policy::default()
     };
     policy.limits.max_actions = trajectory.steps.len() as u32 + 1;
-    let agent = Agent::builder_shared(model)
+    let mut builder = Agent::builder_shared(model)
         .tools(registry(trajectory, env)?)
         .worked_examples(corrigible_tools::builtin_examples(&trajectory.tools))
         .protocol(protocol)
-        .policy(policy)
-        .build()
-        .map_err(|e| BenchError::Agent {
-            task: trajectory.id.clone(),
-            message: e.to_string(),
-        })?;
+        .policy(policy);
+    if let Some(verifier) = verifier {
+        builder = builder.verifier(verifier.clone());
+    }
+    let agent = builder.build().map_err(|e| BenchError::Agent {
+        task: trajectory.id.clone(),
+        message: e.to_string(),
+    })?;
     let report = agent
         .run(&trajectory.request)
         .await

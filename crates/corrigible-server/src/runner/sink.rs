@@ -47,6 +47,7 @@ pub(crate) fn event_kind(event: &TraceEvent) -> &'static str {
         TraceEvent::Rejection { .. } => "rejection",
         TraceEvent::Corrected { .. } => "corrected",
         TraceEvent::ToolCall { .. } => "tool_call",
+        TraceEvent::Verification { .. } => "verification",
         TraceEvent::Breaker { .. } => "breaker",
         TraceEvent::RunFinished { .. } => "run_finished",
         TraceEvent::RunFailed { .. } => "run_failed",

@@ -13,6 +13,7 @@ use crate::policy::{BreakerStore, CircuitBreakers, Policy, ToolPolicy};
 use crate::probe::ProtocolReason;
 use crate::prompt::SystemPrompt;
 use crate::tool::{InputValidator, RegistryError, SchemaError, Tool, ToolRegistry, TypedTool};
+use crate::verify::Verifier;
 
 /// Building an agent failed.
 #[derive(Debug, Clone, thiserror::Error, PartialEq, Eq)]
@@ -49,6 +50,7 @@ pub struct AgentBuilder {
     worked: Vec<WorkedExample>,
     errors: Vec<BuildError>,
     discovery: Discovery,
+    verifier: Option<Verifier>,
 }
 
 impl AgentBuilder {
@@ -70,6 +72,7 @@ impl AgentBuilder {
             worked: Vec::new(),
             errors: Vec::new(),
             discovery: Discovery::default(),
+            verifier: None,
         }
     }
 
@@ -187,6 +190,12 @@ impl AgentBuilder {
         self
     }
 
+    /// Has every satisfied answer checked by `verifier` before it is accepted (off unless set).
+    pub fn verifier(mut self, verifier: Verifier) -> Self {
+        self.verifier = Some(verifier);
+        self
+    }
+
     /// Validates everything and builds the agent.
     pub fn build(mut self) -> Result<Agent, BuildError> {
         if let Some(error) = self.errors.drain(..).next() {
@@ -243,6 +252,7 @@ impl AgentBuilder {
             examples,
             worked: usable,
             discovery: self.discovery,
+            verifier: self.verifier,
         })
     }
 }

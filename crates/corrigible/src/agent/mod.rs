@@ -7,6 +7,7 @@ mod history;
 mod output;
 mod run;
 mod validate;
+mod verify;
 
 use std::sync::Arc;
 
@@ -40,6 +41,7 @@ pub struct Agent {
     /// The worked examples behind the first of `examples`, for the `echo` rule.
     pub(crate) worked: Vec<crate::examples::WorkedExample>,
     pub(crate) discovery: crate::discovery::Discovery,
+    pub(crate) verifier: Option<crate::verify::Verifier>,
 }
 
 /// Per-run options.

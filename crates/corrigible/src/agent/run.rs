@@ -40,6 +40,10 @@ pub(crate) struct RunState {
     /// Fingerprints of calls that returned the same result as an identical earlier call, with
     /// how many times.
     pub same_results: BTreeMap<String, u32>,
+    /// Satisfied answers verified so far.
+    pub verifications: u32,
+    /// Answers a verifier objected to: given again unchanged, they are accepted.
+    pub objected: Vec<String>,
 }
 
 /// An action that succeeded: the tool, the input it was called with and what it returned.
@@ -70,7 +74,7 @@ enum Decided {
     Stop(Ending),
 }
 
-/// One run of an agent: the loop ask → parse → validate → correct or execute → record.
+/// One run of an agent: the loop ask → parse → validate → verify → correct or execute → record.
 pub(crate) struct Run<'a> {
     pub(crate) agent: &'a Agent,
     pub(crate) model: Arc<dyn Model>,
@@ -241,7 +245,11 @@ impl<'a> Run<'a> {
         let mut rejections = Vec::new();
         for parsed in decisions {
             let call_id = parsed.call_id.clone();
-            let verdict = match parsed.decision.and_then(|d| self.validate(d, reasoning)) {
+            let checked = match parsed.decision.and_then(|d| self.validate(d, reasoning)) {
+                Ok(decision) => self.verify(step, stage, decision).await,
+                Err(rejection) => Err(rejection),
+            };
+            let verdict = match checked {
                 Err(rejection) => Verdict::Rejected(rejection, call_id),
                 Ok(decision) => {
                     self.rec.decision(step, stage, &decision);

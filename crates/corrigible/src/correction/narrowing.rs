@@ -219,8 +219,12 @@ impl CorrectionContext {
     }
 
     /// Whether a candidate reply `text` for this round would repeat what was rejected: the same
-    /// text as the rejected reply, or a decision the round does not allow.
+    /// text as the rejected reply, or a decision the round does not allow. After a
+    /// `verifier_objection` nothing is a repeat: the model may keep its answer.
     pub fn repeats(&self, text: &str) -> bool {
+        if self.category == Category::VerifierObjection {
+            return false;
+        }
         if text.trim() == self.rejected_reply.trim() {
             return true;
         }

@@ -47,6 +47,10 @@ pub enum Category {
     /// `satisfied: true` while the request coordinates a name with a copied argument's value
     /// (`Rome than Paris`) and no successful call took it. Raised once per run.
     UncoveredRequest,
+    /// `satisfied: true` with an answer that a verifier objected to, where the run's own text
+    /// proves the objection: a value of the request or a tool result that the answer leaves
+    /// out or misstates, or a number of the answer that nothing in the run gives.
+    VerifierObjection,
     /// An action after the run's budget of executed actions is spent: the run asks once more,
     /// for the final answer only.
     ActionBudgetSpent,
@@ -62,7 +66,7 @@ pub enum Category {
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 20] = [
+    pub const ALL: [Category; 21] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
@@ -78,6 +82,7 @@ impl Category {
         Category::UnstatedResult,
         Category::UngroundedArgument,
         Category::UncoveredRequest,
+        Category::VerifierObjection,
         Category::ActionBudgetSpent,
         Category::OutputRejected,
         Category::ToolRejected,
@@ -103,6 +108,7 @@ impl Category {
             Category::UnstatedResult => "unstated_result",
             Category::UngroundedArgument => "ungrounded_argument",
             Category::UncoveredRequest => "uncovered_request",
+            Category::VerifierObjection => "verifier_objection",
             Category::ActionBudgetSpent => "action_budget_spent",
             Category::OutputRejected => "output_rejected",
             Category::ToolRejected => "tool_rejected",
@@ -130,6 +136,7 @@ impl Category {
                 | Category::UnstatedResult
                 | Category::UngroundedArgument
                 | Category::UncoveredRequest
+                | Category::VerifierObjection
                 | Category::ActionBudgetSpent
         )
     }

@@ -176,16 +176,21 @@ impl Evidence {
     }
 }
 
-fn collect(value: &Value, key: &str, request: &str, words: &[&str], out: &mut Vec<Fact>) {
-    let asked = key
-        .split(|c: char| !c.is_alphanumeric())
+/// Whether a word of `key` is a word of the request (`words`, in lower case): `wind speed`
+/// asks for `wind_speed_kmh`, `windier` for `wind`.
+pub(crate) fn key_asked(key: &str, words: &[&str]) -> bool {
+    key.split(|c: char| !c.is_alphanumeric())
         .filter(|k| k.chars().count() >= MIN_KEY_WORD_CHARS)
         .any(|k| {
             let k = k.to_lowercase();
             words
                 .iter()
                 .any(|w| w.starts_with(&k) || k.starts_with(*w) && w.len() >= MIN_KEY_WORD_CHARS)
-        });
+        })
+}
+
+fn collect(value: &Value, key: &str, request: &str, words: &[&str], out: &mut Vec<Fact>) {
+    let asked = key_asked(key, words);
     let fact = |text: String, number: Option<f64>| Fact {
         text,
         number,
@@ -224,7 +229,7 @@ fn is_measurement(text: &str) -> bool {
 }
 
 /// Whether `stated` is `fact`, or `fact` rounded to 0–4 decimals.
-fn same_number(stated: f64, fact: f64) -> bool {
+pub(crate) fn same_number(stated: f64, fact: f64) -> bool {
     let close = |a: f64, b: f64| (a - b).abs() <= 1e-9 * a.abs().max(b.abs()).max(1.0);
     close(stated, fact)
         || (0..=4).any(|d| {

@@ -61,6 +61,11 @@ pub enum TraceEvent {
         /// The step.
         record: StepRecord,
     },
+    /// A satisfied answer was verified.
+    Verification {
+        /// The verification.
+        record: super::VerificationRecord,
+    },
     /// A circuit breaker changed state.
     Breaker {
         /// The change.

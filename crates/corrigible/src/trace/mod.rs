@@ -3,6 +3,7 @@
 mod event;
 pub(crate) mod recorder;
 mod report;
+mod verification;
 
 pub use event::{NullSink, TraceEvent, TraceSink};
 pub use recorder::Recorder;
@@ -10,3 +11,4 @@ pub use report::{
     AttemptRecord, CorrectionRecord, ModelCallRecord, RepairRecord, RunReport, StepOutcome,
     StepRecord, StopReason, UsageTotals,
 };
+pub use verification::{CheckedComparison, VerificationRecord};

@@ -53,6 +53,7 @@ impl Recorder {
             model_calls: Vec::new(),
             usage: UsageTotals::default(),
             breaker_events: Vec::new(),
+            verifications: Vec::new(),
             output: None,
             prompt: prompt.to_string(),
             model: model.to_string(),
@@ -234,6 +235,24 @@ impl Recorder {
     }
 
     /// Records a breaker transition.
+    /// Records one verification of a satisfied answer; its tokens are counted apart from the
+    /// run's own model calls.
+    pub(crate) fn verification(&mut self, record: super::VerificationRecord) {
+        let usage = &mut self.report.usage;
+        usage.verifications += 1;
+        usage.verifier_input_tokens += record.input_tokens;
+        usage.verifier_output_tokens += record.output_tokens;
+        tracing::debug!(
+            comparisons = record.comparisons.len(),
+            objected = record.objected,
+            "verification"
+        );
+        self.sink.event(&TraceEvent::Verification {
+            record: record.clone(),
+        });
+        self.report.verifications.push(record);
+    }
+
     pub(crate) fn breaker(&mut self, transition: BreakerTransition) {
         match transition.to {
             BreakerState::Open => {

@@ -189,6 +189,20 @@ pub struct UsageTotals {
     /// left out of the JSON when none.
     #[serde(default, skip_serializing_if = "is_zero")]
     pub reasoning_tokens: u64,
+    /// Verifications of satisfied answers (each one call of the verifier); left out of the
+    /// JSON when none. Not counted in `model_calls`.
+    #[serde(default, skip_serializing_if = "is_zero_u32")]
+    pub verifications: u32,
+    /// Prompt tokens of the verifier's calls; not counted in `input_tokens`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verifier_input_tokens: u64,
+    /// Generated tokens of the verifier's calls; not counted in `output_tokens`.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub verifier_output_tokens: u64,
+}
+
+fn is_zero_u32(n: &u32) -> bool {
+    *n == 0
 }
 
 fn is_zero(n: &u64) -> bool {
@@ -222,6 +236,9 @@ pub struct RunReport {
     /// Breaker state changes seen during the run.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub breaker_events: Vec<BreakerTransition>,
+    /// Verifications of satisfied answers, in order; left out of the JSON when none.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verifications: Vec<super::VerificationRecord>,
     /// The typed final output, when the agent declares one and the summary parsed into it.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub output: Option<Value>,

@@ -358,6 +358,26 @@ function renderEvent(ev, totals, corrections) {
         h("pre", { class: "tl-json", text: "input: " + json(r.input) + (r.outcome === "ok" ? "\noutput: " + json(r.output) : "") }),
         r.error ? h("div", { class: "tl-message", text: r.error }) : null);
     }
+    case "verification": {
+      const r = ev.record;
+      const verdict = r.error ? ["warn", "no report · accepted"]
+        : r.objected ? ["bad", "objection proven · sent back"] : ["ok", "nothing proven wrong · accepted"];
+      return item("verification", null, "Check",
+        h("div", { class: "tl-line" },
+          h("span", { class: "tl-stage", text: r.stage }),
+          h("span", { class: "badge " + verdict[0], text: verdict[1] }),
+          h("span", { class: "tl-detail", text: "by " + r.model }),
+          h("span", { class: "tl-detail", text: fmtMs(r.latency_ms) }),
+          h("span", { class: "tl-detail", text: fmtNum(r.input_tokens) + " → " + fmtNum(r.output_tokens) + " tokens" })),
+        r.reason ? h("div", { class: "tl-message", text: r.reason }) : null,
+        r.error ? h("div", { class: "tl-message", text: r.error }) : null,
+        ...(r.comparisons || []).map((c) => h("div", { class: "tl-line" },
+          h("span", { class: "tl-detail", text: "answer" }), h("code", { text: c.answer_says || "—" }),
+          h("span", { class: "tl-detail", text: "evidence" }), h("code", { text: c.quote || "—" }),
+          c.objection
+            ? h("span", { class: "badge bad", text: c.objection })
+            : h("span", { class: "badge", text: "dropped · " + (c.dropped || "") }))));
+    }
     case "breaker": {
       const t = ev.transition;
       return item("breaker", null, "Breaker",
