@@ -34,6 +34,8 @@ pub const EVENTS_QUEUED: &str = "corrigible_events_queued";
 pub const CORRECTIONS: &str = "corrigible_corrections_total";
 /// Tool calls by tool and outcome.
 pub const TOOL_CALLS: &str = "corrigible_tool_calls_total";
+/// Verifications of satisfied answers by outcome: `objected`, `accepted`, `no_report`.
+pub const VERIFICATIONS: &str = "corrigible_verifications_total";
 /// Breaker state per tool: 0 closed, 1 half-open, 2 open.
 pub const BREAKER_STATE: &str = "corrigible_breaker_state";
 /// Model-call latency.
@@ -117,6 +119,10 @@ impl Metrics {
                 "Rejections sent back to the model, by category."
             );
             describe_counter!(TOOL_CALLS, "Tool actions by tool and outcome.");
+            describe_counter!(
+                VERIFICATIONS,
+                "Verifications of satisfied answers, by outcome."
+            );
             describe_gauge!(
                 BREAKER_STATE,
                 "Circuit breaker state per tool: 0 closed, 1 half-open, 2 open."
@@ -142,6 +148,14 @@ impl Metrics {
             TraceEvent::ToolCall { record } => {
                 counter!(TOOL_CALLS, "tool" => record.tool.clone(), "outcome" => record.outcome.as_str())
                     .increment(1);
+            }
+            TraceEvent::Verification { record } => {
+                let outcome = match (&record.error, record.objected) {
+                    (Some(_), _) => "no_report",
+                    (None, true) => "objected",
+                    (None, false) => "accepted",
+                };
+                counter!(VERIFICATIONS, "outcome" => outcome).increment(1);
             }
             _ => {}
         });
