@@ -76,6 +76,10 @@ pub struct TaskResult {
     /// The tool calls executed, in order: `tool input → outcome`.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub calls: Vec<String>,
+    /// The verifications of the run's answers (policy `verify`), with each comparison and its
+    /// ruling.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub verifications: Vec<corrigible::trace::VerificationRecord>,
 }
 
 impl TaskResult {
@@ -126,6 +130,7 @@ impl TaskResult {
                 .iter()
                 .map(|s| format!("{} {} → {}", s.tool, s.input, s.outcome.as_str()))
                 .collect(),
+            verifications: report.verifications.clone(),
         }
     }
 
@@ -166,6 +171,7 @@ impl TaskResult {
                 .collect(),
             answer: None,
             calls: Vec::new(),
+            verifications: Vec::new(),
         }
     }
 }

@@ -98,6 +98,10 @@ async fn an_answer_given_again_unchanged_is_accepted_without_another_check() {
     assert!(report.satisfied);
     assert_eq!(report.stop_reason, StopReason::Final);
     assert_eq!(report.verifications.len(), 1);
+    assert_eq!(
+        report.usage.identical_retries, 0,
+        "keeping the answer is allowed"
+    );
     assert_eq!(verifier.remaining(), 0);
 }
 
@@ -197,4 +201,34 @@ async fn a_native_verifier_reports_through_a_tool_call() {
     assert_eq!(report.final_summary.as_deref(), Some("It is 14."));
     assert_eq!(report.corrections[0].category, Category::VerifierObjection);
     assert_eq!(verifier.request(0).protocol, Protocol::Native);
+}
+
+mod never_panics {
+    use corrigible::verify::Comparison;
+    use corrigible::verify::objection::comparisons_in;
+    use corrigible::verify::proof::{Evidence, prove};
+    use proptest::prelude::*;
+
+    fn text() -> impl Strategy<Value = String> {
+        prop_oneof![
+            "[0-9:+\\-T. ]{0,24}",
+            "\\PC{0,40}",
+            Just("\"time\":\"07:00\"".to_string()),
+            Just("2026-01-15T07:00:00-05:00".to_string()),
+        ]
+    }
+
+    proptest! {
+        #[test]
+        fn on_any_comparison_or_evidence(
+            says in text(), quote in text(), source in text(),
+            request in text(), result in text(), answer in text(),
+        ) {
+            let results = vec![("tool".to_string(), result)];
+            let comparison = Comparison { answer_says: says, quote, source_says: source };
+            let evidence = Evidence { request: &request, results: &results, answer: &answer };
+            let _ = prove(&comparison, &evidence);
+            let _ = comparisons_in(&serde_json::json!({"comparisons": [comparison]}));
+        }
+    }
 }

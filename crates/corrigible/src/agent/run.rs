@@ -229,7 +229,8 @@ impl<'a> Run<'a> {
             }
             let signature = signature(&reply);
             correction = Some(self.correction_context(first, signature.clone()));
-            rejected_reply = Some(signature);
+            // After an objection the model may keep its answer: that is no identical retry.
+            rejected_reply = (first.category != Category::VerifierObjection).then_some(signature);
         }
     }
 

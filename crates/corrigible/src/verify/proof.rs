@@ -3,14 +3,18 @@
 //! the two differ. A comparison becomes an objection only when:
 //! - what it says the answer says is in the answer, and its quote is verbatim in the request
 //!   or a tool result (spacing, case and JSON quote marks aside), with the value in it;
-//! - the answer states that value nowhere (exactly, rounded, or in another common unit);
-//! - and what the answer says in its place is given by nothing in the evidence, nor (a single
-//!   number) by one calculation from two of its numbers: a value the evidence does give means
-//!   the verifier paired the wrong values, not that the answer is wrong.
+//! - the answer states that value nowhere (exactly, rounded, in another common unit, a clock
+//!   time in 12-hour form);
+//! - and either the request asks for it, or what the answer says in its place is a number
+//!   given by nothing in the evidence, nor (a single number) by one calculation from two of its
+//!   numbers: a value the evidence does give means the verifier paired the wrong values, not
+//!   that the answer is wrong.
 //!
-//! A value the answer leaves out counts only when the request asks for it (a word of its key
-//! is a word of the request) or it is a tool's whole result. A number of the answer with no
-//! source counts only in a run with tool results: answers from knowledge are not held to them.
+//! Only numbers are ruled on (amounts, readings, clock times): a word proves nothing by its
+//! absence. When the quoted value's key is one the request asks for (a word of the key is a
+//! word of the request: `time`, `wind speed`), the answer must state it, whatever it says in
+//! its place. A number of the answer with no source counts only in a run with tool results:
+//! answers from knowledge are not held to them.
 
 use serde::{Deserialize, Serialize};
 
@@ -106,7 +110,7 @@ pub fn prove(comparison: &Comparison, evidence: &Evidence<'_>) -> Result<Proven,
         return Err(Dropped::NotInAnswer);
     }
     if quote.is_empty() || source_says.is_empty() {
-        if numbers_in(says).is_empty() {
+        if numbers_in(says).len() != 1 {
             return Err(Dropped::NotANumber);
         }
         if evidence.results.is_empty() {
@@ -118,22 +122,26 @@ pub fn prove(comparison: &Comparison, evidence: &Evidence<'_>) -> Result<Proven,
             source: Source::Nowhere,
         });
     }
+    if numbers_in(source_says).is_empty() {
+        return Err(Dropped::NotANumber);
+    }
     if !quote.contains(&normalized(source_says)) {
         return Err(Dropped::ValueNotInQuote);
     }
-    let (source, whole) = locate(&quote, evidence).ok_or(Dropped::QuoteNotFound)?;
+    let source = locate(&quote, evidence).ok_or(Dropped::QuoteNotFound)?;
     if states(evidence.answer, source_says) {
         return Err(Dropped::ValueInAnswer);
     }
-    if says.is_empty() {
-        let asked = match &source {
-            Source::ToolResult { .. } => whole || asked_key(&comparison.quote, evidence.request),
-            _ => false,
-        };
-        if !asked {
-            return Err(Dropped::NotAsked);
+    let asked = matches!(source, Source::ToolResult { .. })
+        && asked_key(&comparison.quote, evidence.request);
+    if !asked {
+        if numbers_in(says).is_empty() {
+            return Err(if says.is_empty() {
+                Dropped::NotAsked
+            } else {
+                Dropped::NotANumber
+            });
         }
-    } else {
         supported(says, evidence).map_or(Ok(()), Err)?;
     }
     Ok(Proven {
@@ -142,16 +150,15 @@ pub fn prove(comparison: &Comparison, evidence: &Evidence<'_>) -> Result<Proven,
     })
 }
 
-/// Where `quote` (normalized) is: the request or a tool result, and whether it is that whole
-/// result.
-fn locate(quote: &str, evidence: &Evidence<'_>) -> Option<(Source, bool)> {
+/// Where `quote` (normalized) is: the request or a tool result.
+fn locate(quote: &str, evidence: &Evidence<'_>) -> Option<Source> {
     if normalized(evidence.request).contains(quote) {
-        return Some((Source::Request, false));
+        return Some(Source::Request);
     }
     evidence.results.iter().find_map(|(tool, text)| {
-        let text = normalized(text);
-        text.contains(quote)
-            .then(|| (Source::ToolResult { tool: tool.clone() }, text == quote))
+        normalized(text)
+            .contains(quote)
+            .then(|| Source::ToolResult { tool: tool.clone() })
     })
 }
 
@@ -200,9 +207,17 @@ fn normalized(text: &str) -> String {
         .collect()
 }
 
-/// Whether `answer` states `value`: each of its numbers (a time's hours and minutes) exactly,
-/// rounded or in another common unit, or its text.
+/// Whether `answer` states `value`: a clock time in 24- or 12-hour form (`21:00` as `9 PM`),
+/// else each of its numbers exactly, rounded or in another common unit, or its text.
 fn states(answer: &str, value: &str) -> bool {
+    if let Some((hours, minutes)) = clock_time(value) {
+        let stated = numbers_in(answer);
+        let twelve = if hours % 12 == 0 { 12 } else { hours % 12 };
+        let hour = stated
+            .iter()
+            .any(|n| *n == f64::from(hours) || *n == f64::from(twelve));
+        return hour && (minutes == 0 || stated.contains(&f64::from(minutes)));
+    }
     let numbers = numbers_in(value);
     if !numbers.is_empty() {
         let stated = numbers_in(answer);
@@ -211,6 +226,32 @@ fn states(answer: &str, value: &str) -> bool {
             .all(|n| stated.iter().any(|s| same_in_some_unit(*s, *n)));
     }
     normalized(answer).contains(&normalized(value))
+}
+
+/// The hours and minutes of the first clock time in a value, `HH:MM` alone or inside a
+/// timestamp (`2026-01-15T17:45:00+05:45` is 17:45).
+fn clock_time(value: &str) -> Option<(u32, u32)> {
+    let bytes = value.as_bytes();
+    let digit = |i: usize| bytes.get(i).is_some_and(u8::is_ascii_digit);
+    (1..bytes.len()).find_map(|colon| {
+        if bytes[colon] != b':' || !digit(colon - 1) || !digit(colon + 1) || !digit(colon + 2) {
+            return None;
+        }
+        if digit(colon + 3) {
+            return None;
+        }
+        let start = if colon >= 2 && digit(colon - 2) {
+            colon - 2
+        } else {
+            colon - 1
+        };
+        if start > 0 && (digit(start - 1) || matches!(bytes[start - 1], b'+' | b'-')) {
+            return None;
+        }
+        let hours: u32 = value.get(start..colon)?.parse().ok()?;
+        let minutes: u32 = value.get(colon + 1..colon + 3)?.parse().ok()?;
+        (hours < 24 && minutes < 60).then_some((hours, minutes))
+    })
 }
 
 /// Whether `stated` is `fact`, rounded, or `fact` in another unit a person might answer in:
@@ -373,6 +414,104 @@ mod tests {
             check(compare("", "\"wind_speed_kmh\":13.1", "13.1")),
             Err(Dropped::NotAsked)
         );
+    }
+
+    #[test]
+    fn words_intermediate_results_and_twelve_hour_times_are_left_alone() {
+        let recorded = vec![("book_hotel".to_string(), r#"{"recorded":true}"#.to_string())];
+        let evidence = Evidence {
+            request: "Book a room in Paris.",
+            results: &recorded,
+            answer: "Done: book_hotel(city=\"Paris\")",
+        };
+        assert_eq!(
+            prove(&compare("Done", "\"recorded\":true", "true"), &evidence),
+            Err(Dropped::NotANumber)
+        );
+        let steps = vec![
+            ("calculator".to_string(), "25".to_string()),
+            ("calculator".to_string(), "75".to_string()),
+        ];
+        let evidence = Evidence {
+            request: "A box holds 25 pens. How many pens are in 3 boxes?",
+            results: &steps,
+            answer: "There are 75 pens.",
+        };
+        assert_eq!(
+            prove(&compare("", "25", "25"), &evidence),
+            Err(Dropped::NotAsked)
+        );
+        assert_eq!(
+            prove(&compare("", "75", "75"), &evidence),
+            Err(Dropped::ValueInAnswer)
+        );
+        let steps = vec![
+            ("calculator".to_string(), "30".to_string()),
+            ("calculator".to_string(), "54".to_string()),
+        ];
+        let evidence = Evidence {
+            request: "How many are left?",
+            results: &steps,
+            answer: "54 are left.",
+        };
+        assert_eq!(
+            prove(&compare("", "30", "30"), &evidence),
+            Err(Dropped::NotAsked)
+        );
+        let time = vec![("time".to_string(), r#"{"time":"21:00"}"#.to_string())];
+        assert_eq!(clock_time("2026-01-15T17:45:00+05:45"), Some((17, 45)));
+        assert_eq!(clock_time("+05:45"), None);
+        assert_eq!(clock_time("9:05"), Some((9, 5)));
+        let stamped = vec![(
+            "time".to_string(),
+            r#"{"time":"17:45","local_time":"2026-01-15T17:45:00+05:45"}"#.to_string(),
+        )];
+        let evidence = Evidence {
+            request: "What time is it in Kathmandu?",
+            results: &stamped,
+            answer: "The time is 17:45 in Kathmandu.",
+        };
+        assert_eq!(
+            prove(
+                &compare(
+                    "17:45",
+                    "\"local_time\":\"2026-01-15T17:45:00+05:45\"",
+                    "2026-01-15T17:45:00+05:45"
+                ),
+                &evidence
+            ),
+            Err(Dropped::ValueInAnswer)
+        );
+        for answer in ["It is 9 PM in Tokyo.", "It is 21:00 in Tokyo."] {
+            let evidence = Evidence {
+                request: "What time is it in Tokyo?",
+                results: &time,
+                answer,
+            };
+            assert_eq!(
+                prove(&compare("", "\"time\":\"21:00\"", "21:00"), &evidence),
+                Err(Dropped::ValueInAnswer),
+                "{answer}"
+            );
+        }
+    }
+
+    #[test]
+    fn an_asked_value_the_answer_replaces_by_another_field_is_proven() {
+        let time = vec![(
+            "time".to_string(),
+            r#"{"timezone":"America/New_York","time":"07:00","local_time":"2026-01-15T07:00:00-05:00"}"#
+                .to_string(),
+        )];
+        let found = prove(
+            &compare("2026-01-15", "\"time\":\"07:00\"", "07:00"),
+            &Evidence {
+                request: "What time is it in New York?",
+                results: &time,
+                answer: "2026-01-15 in New York.",
+            },
+        );
+        assert_eq!(found.map(|p| p.kind), Ok(ObjectionKind::Contradicts));
     }
 
     #[test]
