@@ -175,3 +175,57 @@ fn bench_model_refuses_a_model_that_is_not_local() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert!(err.contains("local:NAME"), "{err}");
 }
+
+#[test]
+fn the_verify_policy_sends_a_proven_objection_back() {
+    let lines = [
+        r#"{"text": "{\"state\":\"action\",\"reason\":\"multiply\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"48*12\"}}"}"#,
+        r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"48 times 12 is 567.\"}"}"#,
+        r#"{"text": "{\"state\":\"action\",\"reason\":\"The answer says 567; the result says 576.\",\"tool\":\"report\",\"tool_input\":{\"comparisons\":[{\"answer_says\":\"567\",\"quote\":\"576\",\"source_says\":\"576\"}]}}"}"#,
+        r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"48 times 12 is 576.\"}"}"#,
+        r#"{"text": "{\"state\":\"action\",\"reason\":\"They agree.\",\"tool\":\"report\",\"tool_input\":{\"comparisons\":[]}}"}"#,
+    ];
+    let mut file = tempfile::NamedTempFile::new().unwrap();
+    for line in lines {
+        writeln!(file, "{line}").unwrap();
+    }
+    let spec = format!("replay:{}", file.path().display());
+    let out = corrigible(&[
+        "bench",
+        "--suite",
+        "tools",
+        "--limit",
+        "1",
+        "--model",
+        &spec,
+        "--policies",
+        "self-correct,verify",
+        "--json",
+    ]);
+    assert!(
+        out.status.success(),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let json: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(column(&json, "self-correct")["successes"], 0);
+    assert_eq!(column(&json, "verify")["successes"], 1);
+    assert_eq!(
+        column(&json, "verify")["corrections"]["verifier_objection"],
+        1
+    );
+    let verified = json["results"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|r| r["policy"] == "verify")
+        .unwrap();
+    assert_eq!(verified["verifications"][0]["objected"], true);
+
+    let out = corrigible(&["bench", "--model", &spec, "--verifier", "local"]);
+    assert_eq!(
+        out.status.code(),
+        Some(2),
+        "--verifier without the verify policy"
+    );
+}
