@@ -315,8 +315,8 @@ impl FileConfig {
     }
 
     /// This file with every unset choice a run would make filled in: the model (`local`), the
-    /// profile (`precise`), the tools (the built-in ones, none beside MCP servers), and the
-    /// embedded model's thought settings.
+    /// profile (`precise`), the tools (the built-in ones, none beside MCP servers), the
+    /// embedded model's thought settings, and whether answers are verified.
     pub fn with_defaults(&self) -> FileConfig {
         let mut effective = self.clone();
         effective.model.get_or_insert_with(|| "local".to_string());
@@ -341,6 +341,14 @@ impl FileConfig {
             effective.think_tokens.get_or_insert(0);
             effective.thought_calculator.get_or_insert(true);
             effective.prefix_cache.get_or_insert(true);
+        }
+        let verify = &mut effective.verify;
+        let on = verify.enabled.unwrap_or(false) || verify.model.is_some();
+        verify.enabled = Some(on);
+        if on {
+            verify
+                .max_per_run
+                .get_or_insert(corrigible::verify::DEFAULT_MAX_PER_RUN);
         }
         effective
     }
