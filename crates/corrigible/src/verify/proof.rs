@@ -512,6 +512,23 @@ mod tests {
             },
         );
         assert_eq!(found.map(|p| p.kind), Ok(ObjectionKind::Contradicts));
+        let london = vec![(
+            "time".to_string(),
+            r#"{"time":"12:00","local_time":"2026-01-15T12:00:00+00:00"}"#.to_string(),
+        )];
+        let found = prove(
+            &compare(
+                "2026-01-15",
+                "\"local_time\":\"2026-01-15T12:00:00+00:00\"",
+                "2026-01-15T12:00:00+00:00",
+            ),
+            &Evidence {
+                request: "What time is it in London?",
+                results: &london,
+                answer: "2026-01-15 in London.",
+            },
+        );
+        assert_eq!(found.map(|p| p.kind), Ok(ObjectionKind::Contradicts));
     }
 
     #[test]
