@@ -13,9 +13,9 @@ use crate::verify::{Comparison, ObjectionKind, Proven, Source};
 
 impl Run<'_> {
     /// Has a satisfied final answer that rests on tool results verified, when the agent has a
-    /// verifier and the run's verifications are not spent: the first comparison the run's text proves wrong comes
-    /// back as a `verifier_objection`. An answer given again unchanged after an objection is
-    /// accepted.
+    /// verifier and the run's verifications are not spent: the first comparison the run's
+    /// text proves wrong comes back as a `verifier_objection`. An answer given again unchanged
+    /// after an objection is accepted.
     pub(crate) async fn verify(
         &mut self,
         step: u32,
