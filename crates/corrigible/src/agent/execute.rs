@@ -147,10 +147,7 @@ impl Run<'_> {
         let retried = record.attempts.saturating_sub(1);
         match outcome {
             ToolOutcome::Ok(value) => {
-                let mut text = match &value {
-                    serde_json::Value::String(s) => s.clone(),
-                    other => other.to_string(),
-                };
+                let mut text = result_text(&value);
                 if self.state.results.iter().any(|s| {
                     s.tool == name && s.output == value && fingerprint(&s.tool, &s.input) == print
                 }) {
@@ -238,4 +235,12 @@ fn fnv1a(text: &str) -> u64 {
     text.bytes().fold(0xcbf2_9ce4_8422_2325u64, |hash, byte| {
         (hash ^ u64::from(byte)).wrapping_mul(0x0100_0000_01b3)
     })
+}
+
+/// A tool's result as the model reads it: a string as it is, anything else as JSON.
+pub(crate) fn result_text(value: &serde_json::Value) -> String {
+    match value {
+        serde_json::Value::String(s) => s.clone(),
+        other => other.to_string(),
+    }
 }

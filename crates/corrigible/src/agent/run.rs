@@ -229,8 +229,7 @@ impl<'a> Run<'a> {
             }
             let signature = signature(&reply);
             correction = Some(self.correction_context(first, signature.clone()));
-            // After an objection the model may keep its answer: that is no identical retry.
-            rejected_reply = (first.category != Category::VerifierObjection).then_some(signature);
+            rejected_reply = (!first.category.allows_same_reply()).then_some(signature);
         }
     }
 

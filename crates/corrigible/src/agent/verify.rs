@@ -1,5 +1,6 @@
 use std::time::Instant;
 
+use super::execute::result_text;
 use super::run::Run;
 use crate::correction::rejection::{Category, Rejection};
 use crate::decision::{Decision, Final, parse_native, parse_text};
@@ -45,13 +46,7 @@ impl Run<'_> {
             .state
             .results
             .iter()
-            .map(|s| {
-                let text = match &s.output {
-                    serde_json::Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                };
-                (s.tool.clone(), text)
-            })
+            .map(|s| (s.tool.clone(), result_text(&s.output)))
             .collect();
         let request = ModelRequest {
             stage: *stage,

@@ -222,7 +222,7 @@ impl CorrectionContext {
     /// text as the rejected reply, or a decision the round does not allow. After a
     /// `verifier_objection` nothing is a repeat: the model may keep its answer.
     pub fn repeats(&self, text: &str) -> bool {
-        if self.category == Category::VerifierObjection {
+        if self.category.allows_same_reply() {
             return false;
         }
         if text.trim() == self.rejected_reply.trim() {

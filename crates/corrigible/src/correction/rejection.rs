@@ -117,6 +117,12 @@ impl Category {
         }
     }
 
+    /// Whether the rejected reply may be given again unchanged: a verifier's objection may be
+    /// wrong, and keeping the answer is how the model says so.
+    pub fn allows_same_reply(self) -> bool {
+        self == Category::VerifierObjection
+    }
+
     /// Whether this rejection is of a decision, and so counts against the slot's corrections.
     pub fn is_decision_rejection(self) -> bool {
         matches!(
