@@ -325,6 +325,10 @@ pub struct ServeArgs {
     /// Largest accepted request body, in bytes.
     #[arg(long, default_value_t = corrigible_server::DEFAULT_BODY_LIMIT)]
     pub body_limit: usize,
+    /// Replies the OpenAI-compatible gateway (`/v1/chat/completions`, served with an
+    /// `openai:` model) sends back to the upstream per request before it answers 502.
+    #[arg(long, value_name = "N", default_value_t = corrigible_server::DEFAULT_MAX_CORRECTIONS)]
+    pub gateway_corrections: u32,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]

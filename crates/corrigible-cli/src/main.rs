@@ -266,12 +266,25 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         shared_breakers.then(|| store.breakers()),
     )
     .await?;
-    let state = corrigible_server::AppState::new(Arc::new(agent), model.factory, store, &config);
+    let mut state =
+        corrigible_server::AppState::new(Arc::new(agent), model.factory, store, &config);
+    let gateway = gateway(&args, &config)?;
+    let state_has_gateway = gateway.is_some();
+    if let Some(gateway) = gateway {
+        state = state.with_gateway(gateway);
+    }
     let listener = corrigible_server::bind(&config)
         .await
         .map_err(anyhow::Error::from)?;
     let local = listener.local_addr().map_err(anyhow::Error::from)?;
-    eprintln!("corrigible: serving on http://{local} (dashboard at /, API at /v1/runs)");
+    let gateway_note = if state_has_gateway {
+        ", OpenAI-compatible gateway at /v1/chat/completions"
+    } else {
+        ""
+    };
+    eprintln!(
+        "corrigible: serving on http://{local} (dashboard at /, API at /v1/runs{gateway_note})"
+    );
     corrigible_server::serve_listener(
         listener,
         state,
@@ -281,6 +294,40 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
     .await
     .map_err(anyhow::Error::from)?;
     Ok(())
+}
+
+/// The OpenAI-compatible gateway, when the model is an `openai:` one: requests go to the same
+/// server with the same key, and a request that names no model gets this one.
+fn gateway(
+    args: &ServeArgs,
+    config: &corrigible_server::ServerConfig,
+) -> Result<Option<corrigible_server::Gateway>, Failure> {
+    let spec: Option<corrigible_models::ModelSpec> =
+        args.model.model.as_deref().and_then(|m| m.parse().ok());
+    let Some(corrigible_models::ModelSpec::Remote {
+        provider: corrigible_models::Provider::OpenAi,
+        model,
+    }) = spec
+    else {
+        return Ok(None);
+    };
+    let options = corrigible_models::ProviderOptions {
+        base_url: args.model.base_url.clone(),
+        api_key: args
+            .model
+            .provider_key
+            .clone()
+            .map(corrigible_models::ApiKey::new),
+        ..Default::default()
+    };
+    let endpoint =
+        corrigible_models::ChatEndpoint::new(model, options).map_err(anyhow::Error::from)?;
+    Ok(Some(corrigible_server::Gateway::new(
+        endpoint,
+        args.gateway_corrections,
+        config.max_runs,
+        config.queue_timeout,
+    )))
 }
 
 /// The API key in `path`: its first line, trimmed.

@@ -332,6 +332,8 @@ async fn a_real_openai_compatible_server() {
         .await
         .unwrap_or_else(|e| panic!("a history with a call-only assistant message: {e}"));
 
+    through_the_gateway(&url).await;
+
     drop(server);
     match model.complete(&request).await {
         Err(ModelError::Transport(message)) => eprintln!("dead server: {message}"),
@@ -346,6 +348,107 @@ async fn a_real_openai_compatible_server() {
         "{}",
         String::from_utf8_lossy(&out.stderr)
     );
+}
+
+/// A running `corrigible serve`, killed on drop.
+struct Serve(Child);
+
+impl Drop for Serve {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// `corrigible serve` in front of the real server `upstream`, asked through its OpenAI-compatible
+/// gateway for a forced calculator call and for a plain answer. Whatever the tiny model says,
+/// the client gets a well-formed completion whose call names the tool with arguments that are
+/// JSON objects, or a 502 once the corrections are spent: never an invalid call.
+async fn through_the_gateway(upstream: &str) {
+    let dir = tempfile::tempdir().unwrap_or_else(|e| panic!("{e}"));
+    let port = free_port();
+    let child = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(["serve", "--model", "openai:smollm2", "--base-url", upstream])
+        .args(["--protocol", "json", "--addr", &format!("127.0.0.1:{port}")])
+        .arg("--db")
+        .arg(dir.path().join("runs.db"))
+        .env_remove("OPENAI_API_KEY")
+        .env_remove("CORRIGIBLE_API_KEY")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap_or_else(|e| panic!("corrigible serve: {e}"));
+    let mut serve = Serve(child);
+    let started = Instant::now();
+    while !answers_ok(port, "/healthz") {
+        if let Ok(Some(status)) = serve.0.try_wait() {
+            panic!("corrigible serve exited: {status}");
+        }
+        assert!(started.elapsed() < STARTUP, "corrigible serve is not ready");
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    let client = reqwest::Client::new();
+    let url = format!("http://127.0.0.1:{port}/v1/chat/completions");
+    let forced = json!({
+        "messages": [{"role": "user", "content": "What is 1234 * 5678?"}],
+        "tools": [{"type": "function", "function": {
+            "name": "calculator", "description": "Evaluates an arithmetic expression.",
+            "parameters": calculator().parameters}}],
+        "tool_choice": {"type": "function", "function": {"name": "calculator"}},
+        "max_tokens": 256,
+    });
+    let plain = json!({
+        "messages": [{"role": "user", "content": "Say hello in French."}],
+        "max_tokens": 64,
+    });
+    for body in [forced, plain] {
+        let response = client
+            .post(&url)
+            .json(&body)
+            .send()
+            .await
+            .unwrap_or_else(|e| panic!("the gateway answers: {e}"));
+        let status = response.status().as_u16();
+        let outcome = response
+            .headers()
+            .get("x-corrigible-outcome")
+            .and_then(|v| v.to_str().ok())
+            .unwrap_or_default()
+            .to_string();
+        let answer: Value = response.json().await.unwrap_or_else(|e| panic!("{e}"));
+        eprintln!("gateway: {status} {outcome}");
+        if status == 502 {
+            assert_eq!(answer["error"]["kind"], "corrections_spent", "{answer}");
+            continue;
+        }
+        assert_eq!(status, 200, "{answer}");
+        let message = &answer["choices"][0]["message"];
+        match message["tool_calls"].as_array() {
+            Some(calls) if !calls.is_empty() => {
+                for call in calls {
+                    assert_eq!(call["function"]["name"], "calculator", "{answer}");
+                    let arguments: Value = serde_json::from_str(
+                        call["function"]["arguments"].as_str().unwrap_or_default(),
+                    )
+                    .unwrap_or_else(|e| panic!("{e}: {answer}"));
+                    assert!(arguments["expression"].is_string(), "{answer}");
+                }
+            }
+            _ => {
+                assert!(
+                    body.get("tools").is_none(),
+                    "a forced call came back as text: {answer}"
+                );
+                let text = message["content"].as_str().unwrap_or_default();
+                assert!(!text.trim().is_empty(), "{answer}");
+            }
+        }
+        assert!(
+            answer["usage"]["total_tokens"].as_u64().unwrap_or(0) > 0,
+            "{answer}"
+        );
+    }
+    drop(serve);
 }
 
 /// The default embedded model behind the server, run as a user would: the built-in tools and

@@ -31,7 +31,7 @@ pub use anthropic::{ANTHROPIC_VERSION, AnthropicModel};
 pub use error::ModelsError;
 pub use factory::{build, build_with_env};
 pub use gemini::GeminiModel;
-pub use openai::OpenAiModel;
+pub use openai::{ChatEndpoint, EndpointAnswer, OpenAiModel};
 pub use options::{ApiKey, ProviderOptions, Timeouts};
 pub use replay::{ReplayError, ReplayModel};
 pub use retry::{InvalidPolicy, RetryPolicy};

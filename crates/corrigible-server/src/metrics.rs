@@ -36,6 +36,13 @@ pub const CORRECTIONS: &str = "corrigible_corrections_total";
 pub const TOOL_CALLS: &str = "corrigible_tool_calls_total";
 /// Verifications of satisfied answers by outcome: `objected`, `accepted`, `no_report`.
 pub const VERIFICATIONS: &str = "corrigible_verifications_total";
+/// Chat completions answered by the gateway, by outcome: `passed`, `repaired`, `corrected`,
+/// `spent`, `failed`.
+pub const GATEWAY_REQUESTS: &str = "corrigible_gateway_requests_total";
+/// Gateway replies sent back to the upstream, by category.
+pub const GATEWAY_CORRECTIONS: &str = "corrigible_gateway_corrections_total";
+/// Local repairs the gateway made to upstream replies, by kind.
+pub const GATEWAY_REPAIRS: &str = "corrigible_gateway_repairs_total";
 /// Breaker state per tool: 0 closed, 1 half-open, 2 open.
 pub const BREAKER_STATE: &str = "corrigible_breaker_state";
 /// Model-call latency.
@@ -123,6 +130,18 @@ impl Metrics {
                 VERIFICATIONS,
                 "Verifications of satisfied answers, by outcome."
             );
+            describe_counter!(
+                GATEWAY_REQUESTS,
+                "Chat completions answered by the gateway, by outcome."
+            );
+            describe_counter!(
+                GATEWAY_CORRECTIONS,
+                "Gateway replies sent back to the upstream, by category."
+            );
+            describe_counter!(
+                GATEWAY_REPAIRS,
+                "Local repairs of upstream replies by the gateway, by kind."
+            );
             describe_gauge!(
                 BREAKER_STATE,
                 "Circuit breaker state per tool: 0 closed, 1 half-open, 2 open."
@@ -134,6 +153,24 @@ impl Metrics {
 
     fn with<T>(&self, f: impl FnOnce() -> T) -> T {
         metrics::with_local_recorder(self.recorder.as_ref(), f)
+    }
+
+    /// Counts one gateway request: how it ended, what was sent back, what was repaired.
+    pub fn gateway_request(
+        &self,
+        outcome: &'static str,
+        corrections: &[&'static str],
+        repairs: &[String],
+    ) {
+        self.with(|| {
+            counter!(GATEWAY_REQUESTS, "outcome" => outcome).increment(1);
+            for category in corrections {
+                counter!(GATEWAY_CORRECTIONS, "category" => *category).increment(1);
+            }
+            for kind in repairs {
+                counter!(GATEWAY_REPAIRS, "kind" => kind.clone()).increment(1);
+            }
+        });
     }
 
     /// Counts what a trace event says.

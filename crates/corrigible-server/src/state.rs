@@ -5,6 +5,7 @@ use std::sync::Arc;
 use corrigible::Agent;
 
 use crate::config::ServerConfig;
+use crate::gateway::Gateway;
 use crate::metrics::Metrics;
 use crate::models::ModelFactory;
 use crate::runner::{AdmissionLimits, Runner, RunnerLimits};
@@ -20,6 +21,7 @@ pub struct AppState {
     pub(crate) body_limit: usize,
     pub(crate) body_read_timeout: std::time::Duration,
     pub(crate) model_name: Arc<str>,
+    pub(crate) gateway: Option<Arc<Gateway>>,
 }
 
 impl AppState {
@@ -65,7 +67,15 @@ impl AppState {
             body_limit: config.body_limit,
             body_read_timeout: config.body_read_timeout,
             model_name,
+            gateway: None,
         }
+    }
+
+    /// The same state that also answers `POST /v1/chat/completions` and `GET /v1/models`
+    /// through `gateway`.
+    pub fn with_gateway(mut self, gateway: Gateway) -> Self {
+        self.gateway = Some(Arc::new(gateway));
+        self
     }
 
     /// The agent.

@@ -1,6 +1,7 @@
 //! OpenAI-compatible Chat Completions (`openai:MODEL`): OpenAI, Ollama, vLLM, llama.cpp's
 //! server and compatible gateways.
 
+mod endpoint;
 mod wire;
 
 use async_trait::async_trait;
@@ -19,6 +20,7 @@ use crate::error::ModelsError;
 use crate::http::Transport;
 use crate::options::ProviderOptions;
 use crate::spec::Provider;
+pub use endpoint::{ChatEndpoint, EndpointAnswer};
 use wire::{
     CallIn, CallOut, ChatMessage, ChatRequest, ChatResponse, FunctionDecl, FunctionOut, ToolDecl,
 };

@@ -9,12 +9,12 @@ mod runs;
 use axum::Router;
 use axum::http::{Method, Uri};
 use axum::middleware::from_fn_with_state;
-use axum::routing::get;
+use axum::routing::{get, post};
 
 use crate::auth::require_api_key;
 use crate::errors::{MethodNotAllowed, NotFound};
 use crate::state::AppState;
-use crate::{dashboard, security_headers};
+use crate::{dashboard, gateway, security_headers};
 
 /// The server's routes over `state`, with the security headers; [`serve`](crate::serve) adds
 /// the `Host`/`Origin` check, the access log and the connection limits.
@@ -24,6 +24,8 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs/{id}", get(runs::get))
         .route("/v1/runs/{id}/events", get(events::stream))
         .route("/v1/info", get(ops::info))
+        .route("/v1/chat/completions", post(gateway::chat_completions))
+        .route("/v1/models", get(gateway::models))
         .route_layer(from_fn_with_state(state.clone(), require_api_key));
     let routes = Router::new()
         .merge(api)

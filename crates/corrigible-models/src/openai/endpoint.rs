@@ -1,0 +1,72 @@
+//! An OpenAI-compatible `/chat/completions` endpoint that takes a request body as a client
+//! wrote it, for a gateway that forwards requests rather than building them.
+
+use corrigible::ModelError;
+use reqwest::header::HeaderMap;
+use serde_json::Value;
+
+use crate::error::ModelsError;
+use crate::http::Transport;
+use crate::options::ProviderOptions;
+use crate::spec::Provider;
+
+/// `POST {base_url}/chat/completions` with the transport policy of [`OpenAiModel`](super::OpenAiModel):
+/// timeouts, bounded retries with backoff, and errors that never carry the key.
+pub struct ChatEndpoint {
+    model: String,
+    url: String,
+    transport: Transport,
+}
+
+impl std::fmt::Debug for ChatEndpoint {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ChatEndpoint")
+            .field("model", &self.model)
+            .field("url", &self.url)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What the endpoint answered: its JSON body and the transport retries it took.
+#[derive(Debug, Clone)]
+pub struct EndpointAnswer {
+    /// The body, as sent.
+    pub body: String,
+    /// Transport retries made.
+    pub retries: u32,
+}
+
+impl ChatEndpoint {
+    /// The endpoint serving `model` (the name sent when a request names none); unset options
+    /// are filled from the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
+    pub fn new(model: impl Into<String>, options: ProviderOptions) -> Result<Self, ModelsError> {
+        let options = options.with_env(Provider::OpenAi);
+        let base = crate::base_url(Provider::OpenAi, options.base_url.as_deref())?;
+        Ok(Self {
+            model: model.into(),
+            url: format!("{base}/chat/completions"),
+            transport: Transport::new(Provider::OpenAi, &options)?,
+        })
+    }
+
+    /// The model requests go to by default.
+    pub fn model(&self) -> &str {
+        &self.model
+    }
+
+    /// POSTs `body` as it is.
+    pub async fn post(&self, body: &Value) -> Result<EndpointAnswer, ModelError> {
+        let mut headers = HeaderMap::new();
+        if let Some(key) = self.transport.key() {
+            let (name, value) = self
+                .transport
+                .secret_header("authorization", &format!("Bearer {}", key.expose()))?;
+            headers.insert(name, value);
+        }
+        let answer = self.transport.post_json(&self.url, headers, body).await?;
+        Ok(EndpointAnswer {
+            body: answer.body,
+            retries: answer.retries,
+        })
+    }
+}

@@ -1,0 +1,122 @@
+//! One gateway request: ask the upstream, check the reply against the client's request, and
+//! while it is refused and the bound allows, ask again with the rejected reply and the
+//! feedback. The client sees only the reply that passed, or an error once the bound is spent.
+
+use corrigible::{Category, ModelError};
+use corrigible_models::ChatEndpoint;
+use serde_json::{Map, Value, json};
+
+use super::check::{Contract, Passed, Refused};
+use super::wire::{Completion, NotACompletion, TokenUsage};
+
+/// How a request ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// A reply passed the checks (at once, after local repairs, or after corrections).
+    Passed(Passed),
+    /// Every reply within the bound was refused; the last refusal.
+    Spent(Refused),
+}
+
+/// Everything one request cost and produced.
+#[derive(Debug)]
+pub struct Exchange {
+    /// The last completion the upstream sent.
+    pub completion: Completion,
+    /// How it ended.
+    pub outcome: Outcome,
+    /// Tokens over every upstream call.
+    pub usage: TokenUsage,
+    /// Upstream calls made.
+    pub calls: u32,
+    /// The category of each reply sent back, in order.
+    pub corrections: Vec<Category>,
+    /// Transport retries over every call.
+    pub retries: u32,
+}
+
+/// Why no completion came.
+#[derive(Debug, thiserror::Error)]
+pub enum UpstreamError {
+    /// The upstream could not be reached or refused the request.
+    #[error(transparent)]
+    Model(#[from] ModelError),
+    /// It answered something that is not a completion.
+    #[error(transparent)]
+    NotACompletion(#[from] NotACompletion),
+}
+
+/// Runs one request: `body` is the client's, forwarded with `stream` off; `max_corrections`
+/// bounds the replies sent back.
+pub async fn exchange(
+    endpoint: &ChatEndpoint,
+    mut body: Map<String, Value>,
+    contract: &Contract,
+    max_corrections: u32,
+) -> Result<Exchange, UpstreamError> {
+    body.insert("stream".into(), Value::Bool(false));
+    body.remove("stream_options");
+    let named = body
+        .get("model")
+        .and_then(Value::as_str)
+        .is_some_and(|m| !m.trim().is_empty());
+    if !named {
+        body.insert("model".into(), Value::from(endpoint.model()));
+    }
+    let mut usage = TokenUsage::default();
+    let mut corrections = Vec::new();
+    let mut calls = 0;
+    let mut retries = 0;
+    loop {
+        let answer = endpoint.post(&Value::Object(body.clone())).await?;
+        calls += 1;
+        retries += answer.retries;
+        let completion = Completion::parse(answer.body.as_bytes())?;
+        usage += completion.usage;
+        let refused = match contract.check(&completion.message) {
+            Ok(passed) => {
+                return Ok(Exchange {
+                    completion,
+                    outcome: Outcome::Passed(passed),
+                    usage,
+                    calls,
+                    corrections,
+                    retries,
+                });
+            }
+            Err(refused) => refused,
+        };
+        corrections.push(refused.category);
+        if corrections.len() as u32 > max_corrections {
+            return Ok(Exchange {
+                completion,
+                outcome: Outcome::Spent(refused),
+                usage,
+                calls,
+                corrections,
+                retries,
+            });
+        }
+        send_back(&mut body, &completion, &refused);
+    }
+}
+
+/// Appends the refused reply and its feedback to the conversation: a tool message answering
+/// each call of a reply that made calls (the API requires every call to be answered), a user
+/// message otherwise.
+fn send_back(body: &mut Map<String, Value>, completion: &Completion, refused: &Refused) {
+    let Some(Value::Array(messages)) = body.get_mut("messages") else {
+        return;
+    };
+    messages.push(completion.as_turn());
+    if refused.calls.is_empty() {
+        messages.push(json!({
+            "role": "user",
+            "content": format!("Your last reply was not accepted: {}. Reply again.", refused.feedback),
+        }));
+    } else {
+        for (id, feedback) in &refused.calls {
+            messages.push(json!({"role": "tool", "tool_call_id": id, "content": feedback}));
+        }
+    }
+}

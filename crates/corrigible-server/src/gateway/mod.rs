@@ -1,0 +1,207 @@
+//! The OpenAI-compatible gateway: `POST /v1/chat/completions` and `GET /v1/models`. A client
+//! on any OpenAI SDK points its `base_url` here; each request is forwarded to the upstream, and
+//! the reply is checked against the client's own request (its tools, `tool_choice`,
+//! `parallel_tool_calls`, `response_format`) before the client sees it. Damage with one
+//! reading is repaired locally; anything else goes back to the upstream with precise feedback,
+//! within a bound. The tools are never executed here: they stay in the client's process.
+
+mod check;
+mod correct;
+mod stream;
+mod wire;
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use axum::Json;
+use axum::body::Body;
+use axum::extract::State;
+use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use corrigible::ModelError;
+use corrigible_models::ChatEndpoint;
+use serde_json::{Map, Value, json};
+use tokio::sync::Semaphore;
+
+use crate::body::{read_limited, require_json};
+use crate::errors::{
+    ApiError, BadGateway, BadRequest, NotFound, ServiceUnavailable, error_response,
+};
+use crate::state::AppState;
+use check::Contract;
+use correct::{Outcome, UpstreamError};
+use wire::ChatRequest;
+
+/// The smallest body limit of a gateway request: a conversation with its tool schemas
+/// outgrows `/v1/runs`'s 64 KiB default long before it outgrows a model's context.
+pub const MIN_BODY_LIMIT: usize = 1 << 20;
+
+/// Replies sent back to the upstream per request when none is configured.
+pub const DEFAULT_MAX_CORRECTIONS: u32 = 2;
+
+/// The gateway's upstream and bounds.
+pub struct Gateway {
+    endpoint: ChatEndpoint,
+    max_corrections: u32,
+    slots: Semaphore,
+    queue_timeout: Duration,
+}
+
+impl Gateway {
+    /// A gateway in front of `endpoint` that sends at most `max_corrections` replies back per
+    /// request, serves at most `max_in_flight` requests at once, and answers 503 to a request
+    /// that waited `queue_timeout` for a slot.
+    pub fn new(
+        endpoint: ChatEndpoint,
+        max_corrections: u32,
+        max_in_flight: usize,
+        queue_timeout: Duration,
+    ) -> Self {
+        Self {
+            endpoint,
+            max_corrections,
+            slots: Semaphore::new(max_in_flight.max(1)),
+            queue_timeout,
+        }
+    }
+}
+
+/// `GET /v1/models`: the upstream model, the one a request that names none goes to.
+pub(crate) async fn models(State(state): State<AppState>) -> Result<Json<Value>, ApiError> {
+    let gateway = gateway(&state)?;
+    Ok(Json(json!({
+        "object": "list",
+        "data": [{
+            "id": gateway.endpoint.model(),
+            "object": "model",
+            "created": 0,
+            "owned_by": "corrigible",
+        }],
+    })))
+}
+
+/// `POST /v1/chat/completions`.
+pub(crate) async fn chat_completions(
+    State(state): State<AppState>,
+    headers: HeaderMap,
+    body: Body,
+) -> Result<Response, ApiError> {
+    let gateway = gateway(&state)?;
+    if state.is_shutting_down() {
+        return Err(ServiceUnavailable::ShuttingDown.into());
+    }
+    require_json(&headers)?;
+    let limit = state.body_limit.max(MIN_BODY_LIMIT);
+    let bytes = read_limited(&headers, body, limit, state.body_read_timeout).await?;
+    let body: Map<String, Value> = serde_json::from_slice(&bytes)
+        .map_err(|e| BadRequest::new("body", format!("not a JSON object: {e}")))?;
+    let request: ChatRequest = serde_json::from_value(Value::Object(body.clone()))
+        .map_err(|e| BadRequest::new("body", e.to_string()))?;
+    if request.messages.is_empty() {
+        return Err(BadRequest::new("messages", "must not be empty").into());
+    }
+    let contract = Contract::new(&request).map_err(|e| BadRequest::new(e.field, e.message))?;
+    let _slot = tokio::time::timeout(gateway.queue_timeout, gateway.slots.acquire())
+        .await
+        .ok()
+        .and_then(Result::ok)
+        .ok_or(ServiceUnavailable::AtCapacity {
+            why: "gateway requests",
+        })?;
+    let id = format!("chatcmpl-{}", uuid::Uuid::now_v7().simple());
+    let exchange = match correct::exchange(
+        &gateway.endpoint,
+        body,
+        &contract,
+        gateway.max_corrections,
+    )
+    .await
+    {
+        Ok(exchange) => exchange,
+        Err(error) => {
+            state.metrics.gateway_request("failed", &[], &[]);
+            return Err(upstream_failure(error, &id).into());
+        }
+    };
+    let corrections: Vec<&'static str> = exchange.corrections.iter().map(|c| c.as_str()).collect();
+    let (outcome, repairs) = match &exchange.outcome {
+        Outcome::Passed(passed) if !corrections.is_empty() => ("corrected", &passed.repairs),
+        Outcome::Passed(passed) if !passed.repairs.is_empty() => ("repaired", &passed.repairs),
+        Outcome::Passed(passed) => ("passed", &passed.repairs),
+        Outcome::Spent(_) => ("spent", &Vec::new()),
+    };
+    state
+        .metrics
+        .gateway_request(outcome, &corrections, repairs);
+    let mut response = match &exchange.outcome {
+        Outcome::Passed(passed) => {
+            let answer = exchange.completion.answer(&passed.message, exchange.usage);
+            if request.stream == Some(true) {
+                let include_usage = request.stream_options.is_some_and(|o| o.include_usage);
+                (
+                    [
+                        (header::CONTENT_TYPE, "text/event-stream"),
+                        (header::CACHE_CONTROL, "no-cache"),
+                    ],
+                    stream::events(&answer, include_usage),
+                )
+                    .into_response()
+            } else {
+                Json(answer).into_response()
+            }
+        }
+        Outcome::Spent(refused) => error_response(
+            StatusCode::BAD_GATEWAY,
+            "corrections_spent",
+            &format!(
+                "the upstream's reply was still refused after {} corrections ({}): {}",
+                gateway.max_corrections,
+                refused.category.as_str(),
+                refused.feedback
+            ),
+            &[("run_id", Some(&id))],
+        ),
+    };
+    let marks = [
+        ("x-corrigible-outcome", outcome.to_string()),
+        ("x-corrigible-corrections", corrections.join(",")),
+        ("x-corrigible-repairs", repairs.join(",")),
+        ("x-corrigible-upstream-calls", exchange.calls.to_string()),
+        (
+            "x-corrigible-transport-retries",
+            exchange.retries.to_string(),
+        ),
+        ("x-corrigible-request-id", id),
+    ];
+    for (name, value) in marks {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static(name), value);
+        }
+    }
+    Ok(response)
+}
+
+fn gateway(state: &AppState) -> Result<&Arc<Gateway>, NotFound> {
+    state.gateway.as_ref().ok_or_else(|| {
+        NotFound::Route(
+            "/v1/chat/completions: the gateway serves only an OpenAI-compatible upstream \
+             (serve --model openai:MODEL [--base-url URL])"
+                .into(),
+        )
+    })
+}
+
+fn upstream_failure(error: UpstreamError, id: &str) -> BadGateway {
+    let (kind, message) = match error {
+        UpstreamError::Model(ModelError::Transport(m)) => ("transport", m),
+        UpstreamError::Model(other) => ("model", other.to_string()),
+        UpstreamError::NotACompletion(e) => ("model", e.to_string()),
+    };
+    BadGateway {
+        kind,
+        message,
+        run_id: id.to_string(),
+    }
+}

@@ -1,0 +1,464 @@
+//! The OpenAI-compatible gateway over real HTTP: a scripted upstream that answers a queue of
+//! completions and records what it was sent, the gateway in front of it, and clients: reqwest
+//! here, and the OpenAI Python SDK and the OpenAI Agents SDK when they are installed
+//! (`CORRIGIBLE_GATEWAY_PYTHON`; under CI their absence fails the test).
+
+mod common;
+
+use std::collections::VecDeque;
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use axum::Json;
+use axum::extract::State;
+use axum::routing::post;
+use corrigible_models::{ChatEndpoint, ProviderOptions, ReplayModel};
+use corrigible_server::{AppState, Gateway, ServerConfig, open_store, replay_factory};
+use serde_json::{Value, json};
+
+/// What the scripted upstream answers and what it was sent.
+#[derive(Clone, Default)]
+struct Script {
+    replies: Arc<Mutex<VecDeque<Value>>>,
+    seen: Arc<Mutex<Vec<Value>>>,
+}
+
+async fn complete(State(script): State<Script>, Json(body): Json<Value>) -> Json<Value> {
+    script.seen.lock().unwrap().push(body);
+    let message = script
+        .replies
+        .lock()
+        .unwrap()
+        .pop_front()
+        .unwrap_or_else(|| json!({"role": "assistant", "content": "out of script"}));
+    let finish = if message.get("tool_calls").is_some() {
+        "tool_calls"
+    } else {
+        "stop"
+    };
+    Json(json!({
+        "id": "chatcmpl-upstream", "object": "chat.completion", "created": 1_700_000_000,
+        "model": "scripted",
+        "choices": [{"index": 0, "message": message, "finish_reason": finish}],
+        "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
+    }))
+}
+
+fn call(id: &str, name: &str, arguments: &str) -> Value {
+    json!({"role": "assistant", "content": null, "tool_calls": [
+        {"id": id, "type": "function", "function": {"name": name, "arguments": arguments}}]})
+}
+
+fn text(content: &str) -> Value {
+    json!({"role": "assistant", "content": content})
+}
+
+struct Setup {
+    base: String,
+    script: Script,
+    client: reqwest::Client,
+}
+
+async fn start(replies: Vec<Value>, api_key: Option<&str>) -> Setup {
+    let script = Script::default();
+    script.replies.lock().unwrap().extend(replies);
+    let upstream = axum::Router::new()
+        .route("/v1/chat/completions", post(complete))
+        .with_state(script.clone());
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let upstream_addr = listener.local_addr().unwrap();
+    tokio::spawn(async move { axum::serve(listener, upstream).await.unwrap() });
+
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("runs.db").display().to_string();
+    std::mem::forget(dir);
+    let config = ServerConfig {
+        addr: "127.0.0.1:0".into(),
+        db: db.clone(),
+        api_key: api_key.map(str::to_string),
+        ..ServerConfig::default()
+    };
+    let replay = ReplayModel::from_str(common::SIMPLE).unwrap();
+    let store = open_store(&db).await.unwrap();
+    let endpoint = ChatEndpoint::new(
+        "scripted",
+        ProviderOptions {
+            base_url: Some(format!("http://{upstream_addr}/v1")),
+            ..Default::default()
+        },
+    )
+    .unwrap();
+    let state = AppState::new(
+        common::agent(&replay),
+        replay_factory(replay),
+        store,
+        &config,
+    )
+    .with_gateway(Gateway::new(endpoint, 2, 8, Duration::from_secs(5)));
+    let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+    let base = format!("http://{}", listener.local_addr().unwrap());
+    tokio::spawn(async move {
+        corrigible_server::serve_listener(listener, state, config, std::future::pending())
+            .await
+            .unwrap()
+    });
+    Setup {
+        base,
+        script,
+        client: reqwest::Client::new(),
+    }
+}
+
+fn weather_request() -> Value {
+    json!({
+        "model": "scripted",
+        "messages": [{"role": "user", "content": "What is the weather in Paris?"}],
+        "tools": [{"type": "function", "function": {
+            "name": "get_weather",
+            "description": "Current weather in a city.",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}},
+                "required": ["city"], "additionalProperties": false}}}]
+    })
+}
+
+impl Setup {
+    async fn post(&self, body: &Value) -> reqwest::Response {
+        self.client
+            .post(format!("{}/v1/chat/completions", self.base))
+            .json(body)
+            .send()
+            .await
+            .unwrap()
+    }
+
+    fn seen(&self) -> Vec<Value> {
+        self.script.seen.lock().unwrap().clone()
+    }
+}
+
+fn header(response: &reqwest::Response, name: &str) -> String {
+    response
+        .headers()
+        .get(name)
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string()
+}
+
+#[tokio::test]
+async fn a_broken_call_is_corrected_before_the_client_sees_it() {
+    let setup = start(
+        vec![
+            call("c1", "get_weather", r#"{"city": "#),
+            call("c2", "get_weather", r#"{"city": "Paris"}"#),
+        ],
+        None,
+    )
+    .await;
+    let response = setup.post(&weather_request()).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "x-corrigible-outcome"), "corrected");
+    assert_eq!(
+        header(&response, "x-corrigible-corrections"),
+        "invalid_json"
+    );
+    assert_eq!(header(&response, "x-corrigible-upstream-calls"), "2");
+    let body: Value = response.json().await.unwrap();
+    let calls = &body["choices"][0]["message"]["tool_calls"];
+    assert_eq!(calls[0]["id"], "c2");
+    assert_eq!(calls[0]["function"]["arguments"], r#"{"city": "Paris"}"#);
+    assert_eq!(body["choices"][0]["finish_reason"], "tool_calls");
+    assert_eq!(
+        body["usage"]["total_tokens"], 30,
+        "both upstream calls count"
+    );
+
+    let seen = setup.seen();
+    assert_eq!(seen.len(), 2);
+    let second = seen[1]["messages"].as_array().unwrap();
+    assert_eq!(
+        second.len(),
+        3,
+        "the request, the rejected reply, its feedback"
+    );
+    assert_eq!(second[1]["tool_calls"][0]["id"], "c1");
+    assert_eq!(second[2]["role"], "tool");
+    assert_eq!(second[2]["tool_call_id"], "c1");
+    let feedback = second[2]["content"].as_str().unwrap();
+    assert!(feedback.contains("not valid JSON"), "{feedback}");
+    assert_eq!(seen[0]["stream"], false);
+}
+
+#[tokio::test]
+async fn a_good_reply_passes_untouched_and_one_reading_is_repaired_locally() {
+    let setup = start(
+        vec![
+            call("c1", "get_weather", r#"{"city": "Paris"}"#),
+            call("c2", "get_weather", r#"{"city": "Paris",}"#),
+        ],
+        None,
+    )
+    .await;
+    let response = setup.post(&weather_request()).await;
+    assert_eq!(header(&response, "x-corrigible-outcome"), "passed");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"],
+        r#"{"city": "Paris"}"#
+    );
+    assert_eq!(body["usage"]["total_tokens"], 15);
+
+    let response = setup.post(&weather_request()).await;
+    assert_eq!(header(&response, "x-corrigible-outcome"), "repaired");
+    assert_eq!(header(&response, "x-corrigible-repairs"), "trailing_comma");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"],
+        r#"{"city":"Paris"}"#
+    );
+    assert_eq!(setup.seen().len(), 2, "a repair costs no upstream call");
+}
+
+#[tokio::test]
+async fn spent_corrections_answer_502_and_never_pass_an_invalid_call() {
+    let setup = start(
+        vec![
+            call("c1", "get_wether", "{}"),
+            call("c2", "get_wether", "{}"),
+            call("c3", "get_wether", "{}"),
+        ],
+        None,
+    )
+    .await;
+    let response = setup.post(&weather_request()).await;
+    assert_eq!(response.status(), 502);
+    assert_eq!(header(&response, "x-corrigible-outcome"), "spent");
+    assert_eq!(
+        header(&response, "x-corrigible-corrections"),
+        "unknown_tool,unknown_tool,unknown_tool"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["error"]["kind"], "corrections_spent");
+    assert!(
+        body["error"]["message"]
+            .as_str()
+            .unwrap()
+            .contains("get_weather"),
+        "{body}"
+    );
+    assert_eq!(setup.seen().len(), 3, "one call and two corrections");
+}
+
+#[tokio::test]
+async fn tool_choice_required_and_a_json_schema_format_are_enforced() {
+    let setup = start(
+        vec![
+            text("It is sunny in Paris."),
+            call("c1", "get_weather", r#"{"city": "Paris"}"#),
+            text(r#"{"city": "Paris", "celsius": "warm"}"#),
+            text(r#"{"city": "Paris", "celsius": 21}"#),
+        ],
+        None,
+    )
+    .await;
+    let mut required = weather_request();
+    required["tool_choice"] = json!("required");
+    let response = setup.post(&required).await;
+    assert_eq!(
+        header(&response, "x-corrigible-corrections"),
+        "decision_schema"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["choices"][0]["message"]["tool_calls"][0]["function"]["name"],
+        "get_weather"
+    );
+    let feedback = &setup.seen()[1]["messages"][2];
+    assert_eq!(feedback["role"], "user");
+
+    let formatted = json!({
+        "model": "scripted",
+        "messages": [{"role": "user", "content": "Paris, as JSON"}],
+        "response_format": {"type": "json_schema", "json_schema": {"name": "w", "schema": {
+            "type": "object", "properties": {"city": {"type": "string"}, "celsius": {"type": "number"}},
+            "required": ["city", "celsius"]}}}
+    });
+    let response = setup.post(&formatted).await;
+    assert_eq!(
+        header(&response, "x-corrigible-corrections"),
+        "output_rejected"
+    );
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        r#"{"city": "Paris", "celsius": 21}"#
+    );
+}
+
+#[tokio::test]
+async fn a_streamed_reply_arrives_as_chunks_with_usage_last() {
+    let setup = start(
+        vec![
+            call("c1", "get_weather", "{city: Paris}"),
+            call("c2", "get_weather", r#"{"city": "Paris"}"#),
+        ],
+        None,
+    )
+    .await;
+    let mut request = weather_request();
+    request["stream"] = json!(true);
+    request["stream_options"] = json!({"include_usage": true});
+    let response = setup.post(&request).await;
+    assert_eq!(response.status(), 200);
+    assert!(header(&response, "content-type").starts_with("text/event-stream"));
+    let body = response.text().await.unwrap();
+    assert!(body.ends_with("data: [DONE]\n\n"), "{body}");
+    let chunks: Vec<Value> = body
+        .split("\n\n")
+        .filter_map(|e| e.strip_prefix("data: "))
+        .filter(|e| *e != "[DONE]")
+        .map(|e| serde_json::from_str(e).unwrap())
+        .collect();
+    let call = chunks
+        .iter()
+        .find_map(|c| c["choices"][0]["delta"]["tool_calls"].get(0).cloned())
+        .expect("a tool-call delta");
+    assert_eq!(call["function"]["name"], "get_weather");
+    assert_eq!(chunks.last().unwrap()["usage"]["total_tokens"], 30);
+    assert_eq!(
+        setup.seen()[0]["stream"],
+        false,
+        "the upstream is asked whole"
+    );
+}
+
+#[tokio::test]
+async fn models_keys_and_bad_requests() {
+    let setup = start(Vec::new(), Some("secret-key")).await;
+    let refused = setup.post(&weather_request()).await;
+    assert_eq!(refused.status(), 401);
+    let models: Value = setup
+        .client
+        .get(format!("{}/v1/models", setup.base))
+        .bearer_auth("secret-key")
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(models["data"][0]["id"], "scripted");
+    let mut bad = weather_request();
+    bad["tool_choice"] = json!({"type": "function", "function": {"name": "nope"}});
+    let response = setup
+        .client
+        .post(format!("{}/v1/chat/completions", setup.base))
+        .bearer_auth("secret-key")
+        .json(&bad)
+        .send()
+        .await
+        .unwrap();
+    assert_eq!(response.status(), 400);
+    let body: Value = response.json().await.unwrap();
+    assert!(body["error"]["message"].as_str().unwrap().contains("nope"));
+    assert!(setup.seen().is_empty(), "nothing reached the upstream");
+}
+
+/// The Python that has the `openai` and `openai-agents` packages, or `None` (a failure under CI).
+fn python() -> Option<String> {
+    let python = std::env::var("CORRIGIBLE_GATEWAY_PYTHON").unwrap_or_else(|_| "python3".into());
+    let found = std::process::Command::new(&python)
+        .args(["-c", "import openai, agents"])
+        .output()
+        .is_ok_and(|o| o.status.success());
+    if !found {
+        let message = format!(
+            "{python} cannot import openai and agents (pip install openai openai-agents; \
+             CORRIGIBLE_GATEWAY_PYTHON names the interpreter)"
+        );
+        if std::env::var_os("CI").is_some() {
+            panic!("{message}");
+        }
+        eprintln!("skipping: {message}");
+        return None;
+    }
+    Some(python)
+}
+
+async fn run_python(python: &str, script: &str, base: &str) -> String {
+    let path = format!(
+        "{}/tests/gateway_clients/{script}",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = tokio::process::Command::new(python)
+        .arg(&path)
+        .env("GATEWAY_BASE_URL", format!("{base}/v1"))
+        .env("OPENAI_API_KEY", "unused")
+        .env("OPENAI_AGENTS_DISABLE_TRACING", "1")
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(
+        out.status.success(),
+        "{script} failed:\n{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    stdout
+}
+
+#[tokio::test]
+async fn the_openai_python_sdk_gets_corrected_calls_streamed_and_whole() {
+    let Some(python) = python() else { return };
+    let setup = start(
+        vec![
+            // tools, non-streaming: a broken call, then a good one
+            call("c1", "get_weather", r#"{"city": "#),
+            call("c2", "get_weather", r#"{"city": "Paris"}"#),
+            // tools, streaming: an unknown function, then a good call
+            call("c3", "weather", r#"{"city": "Oslo"}"#),
+            call("c4", "get_weather", r#"{"city": "Oslo"}"#),
+            // tool_choice required: text, then a call
+            text("Sunny."),
+            call("c5", "get_weather", r#"{"city": "Rome"}"#),
+            // json_schema response format: a wrong type, then a match
+            text(r#"{"city": "Rome", "celsius": "hot"}"#),
+            text(r#"{"city": "Rome", "celsius": 30}"#),
+        ],
+        None,
+    )
+    .await;
+    let out = run_python(&python, "openai_sdk.py", &setup.base).await;
+    assert!(out.contains("all checks passed"), "{out}");
+    assert_eq!(setup.seen().len(), 8);
+}
+
+#[tokio::test]
+async fn an_openai_agents_sdk_agent_runs_its_tool_through_the_gateway() {
+    let Some(python) = python() else { return };
+    let setup = start(
+        vec![
+            call("c1", "get_weather", r#"{"city": "#),
+            call("c2", "get_weather", r#"{"town": "Paris"}"#),
+            call("c3", "get_weather", r#"{"city": "Paris"}"#),
+            text("It is 21 °C and sunny in Paris."),
+        ],
+        None,
+    )
+    .await;
+    let out = run_python(&python, "openai_agents.py", &setup.base).await;
+    assert!(
+        out.contains("final: It is 21 °C and sunny in Paris."),
+        "{out}"
+    );
+    assert!(out.contains("tool ran with city=Paris"), "{out}");
+    let seen = setup.seen();
+    assert_eq!(
+        seen.len(),
+        4,
+        "two corrections, then the turn after the tool"
+    );
+    let last = seen[3]["messages"].as_array().unwrap();
+    let result = last.iter().find(|m| m["role"] == "tool").unwrap();
+    assert_eq!(result["tool_call_id"], "c3");
+}
