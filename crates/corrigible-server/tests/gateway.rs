@@ -1,7 +1,8 @@
 //! The OpenAI-compatible gateway over real HTTP: a scripted upstream that answers a queue of
 //! completions and records what it was sent, the gateway in front of it, and clients: reqwest
-//! here, and the OpenAI Python SDK and the OpenAI Agents SDK when they are installed
-//! (`CORRIGIBLE_GATEWAY_PYTHON`; under CI their absence fails the test).
+//! here, the OpenAI Python SDK and the OpenAI Agents SDK (`CORRIGIBLE_GATEWAY_PYTHON`), and the
+//! `openai` npm package (`CORRIGIBLE_GATEWAY_NODE_MODULES`, the `node_modules` that holds it);
+//! under CI a missing client fails its test, elsewhere it is skipped.
 
 mod common;
 
@@ -461,4 +462,60 @@ async fn an_openai_agents_sdk_agent_runs_its_tool_through_the_gateway() {
     let last = seen[3]["messages"].as_array().unwrap();
     let result = last.iter().find(|m| m["role"] == "tool").unwrap();
     assert_eq!(result["tool_call_id"], "c3");
+}
+
+/// The `node_modules` directory that holds the `openai` package, or `None` (a failure under CI).
+fn node_modules() -> Option<String> {
+    let dir = std::env::var("CORRIGIBLE_GATEWAY_NODE_MODULES").unwrap_or_default();
+    let found = !dir.is_empty()
+        && std::process::Command::new("node")
+            .args(["-e", "require('openai')"])
+            .env("NODE_PATH", &dir)
+            .output()
+            .is_ok_and(|o| o.status.success());
+    if !found {
+        let message = "node cannot require the openai package from CORRIGIBLE_GATEWAY_NODE_MODULES \
+                       (npm install openai, then point the variable at its node_modules)";
+        if std::env::var_os("CI").is_some() {
+            panic!("{message}");
+        }
+        eprintln!("skipping: {message}");
+        return None;
+    }
+    Some(dir)
+}
+
+#[tokio::test]
+async fn the_openai_npm_package_gets_corrected_calls_streamed_and_whole() {
+    let Some(modules) = node_modules() else {
+        return;
+    };
+    let setup = start(
+        vec![
+            call("c1", "get_weather", r#"{"city": "#),
+            call("c2", "get_weather", r#"{"city": "Paris"}"#),
+            call("c3", "weather", r#"{"city": "Oslo"}"#),
+            call("c4", "get_weather", r#"{"city": "Oslo"}"#),
+        ],
+        None,
+    )
+    .await;
+    let script = format!(
+        "{}/tests/gateway_clients/openai_node.cjs",
+        env!("CARGO_MANIFEST_DIR")
+    );
+    let out = tokio::process::Command::new("node")
+        .arg(&script)
+        .env("NODE_PATH", &modules)
+        .env("GATEWAY_BASE_URL", format!("{}/v1", setup.base))
+        .output()
+        .await
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success() && stdout.contains("all checks passed"),
+        "{stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    assert_eq!(setup.seen().len(), 4);
 }
