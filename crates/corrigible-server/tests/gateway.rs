@@ -164,6 +164,7 @@ async fn a_broken_call_is_corrected_before_the_client_sees_it() {
         "invalid_json"
     );
     assert_eq!(header(&response, "x-corrigible-upstream-calls"), "2");
+    let run_id = header(&response, "x-corrigible-run-id");
     let body: Value = response.json().await.unwrap();
     let calls = &body["choices"][0]["message"]["tool_calls"];
     assert_eq!(calls[0]["id"], "c2");
@@ -188,6 +189,24 @@ async fn a_broken_call_is_corrected_before_the_client_sees_it() {
     let feedback = second[2]["content"].as_str().unwrap();
     assert!(feedback.contains("not valid JSON"), "{feedback}");
     assert_eq!(seen[0]["stream"], false);
+
+    let run: Value = setup
+        .client
+        .get(format!("{}/v1/runs/{run_id}", setup.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(run["status"], "finished", "{run}");
+    let report = &run["report"];
+    assert_eq!(report["prompt"], "What is the weather in Paris?");
+    assert_eq!(report["model"], "openai:scripted");
+    assert_eq!(report["corrections"][0]["category"], "invalid_json");
+    assert_eq!(report["corrections"][0]["corrected"], true);
+    assert_eq!(report["usage"]["model_calls"], 2);
+    assert_eq!(report["final_summary"], r#"get_weather({"city": "Paris"})"#);
 }
 
 #[tokio::test]

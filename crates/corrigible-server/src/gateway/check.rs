@@ -6,7 +6,7 @@
 use std::collections::HashMap;
 
 use corrigible::Category;
-use corrigible::decision::repair::repair_value;
+use corrigible::decision::repair::{RepairKind, repair_value};
 use corrigible::tool::InputValidator;
 use serde_json::Value;
 
@@ -43,8 +43,8 @@ enum Format {
 pub struct Passed {
     /// The message to return.
     pub message: ReplyMessage,
-    /// The repairs made, by name (`trailing_comma`, `text_tool_call`, …).
-    pub repairs: Vec<String>,
+    /// The repairs made, in order.
+    pub repairs: Vec<RepairKind>,
 }
 
 /// A reply sent back: why, and the feedback for the model.
@@ -173,7 +173,7 @@ impl Contract {
         {
             message.tool_calls.push(call);
             message.content = None;
-            repairs.push("text_tool_call".to_string());
+            repairs.push(RepairKind::TextToolCall);
         }
         if message.tool_calls.is_empty() {
             self.check_text(&message, &mut repairs)?;
@@ -183,7 +183,11 @@ impl Contract {
         Ok(Passed { message, repairs })
     }
 
-    fn check_text(&self, message: &ReplyMessage, repairs: &mut Vec<String>) -> Result<(), Refused> {
+    fn check_text(
+        &self,
+        message: &ReplyMessage,
+        repairs: &mut Vec<RepairKind>,
+    ) -> Result<(), Refused> {
         let text = message.content.as_deref().unwrap_or("");
         match &self.choice {
             Choice::Required => {
@@ -241,7 +245,7 @@ impl Contract {
     fn check_calls(
         &self,
         message: &mut ReplyMessage,
-        repairs: &mut Vec<String>,
+        repairs: &mut Vec<RepairKind>,
     ) -> Result<(), Refused> {
         let reply_level = match &self.choice {
             Choice::None => Some(
@@ -313,7 +317,7 @@ impl Contract {
     fn check_call(
         &self,
         call: &mut FunctionCall,
-        repairs: &mut Vec<String>,
+        repairs: &mut Vec<RepairKind>,
     ) -> Result<(), (Category, String)> {
         let Some(validator) = self.validators.get(&call.name) else {
             return Err((
@@ -332,7 +336,7 @@ impl Contract {
                 Ok(value) => value,
                 Err(parse) => match repair_value(&call.arguments) {
                     Ok((value, kinds)) if !kinds.is_empty() => {
-                        repairs.extend(kinds.iter().map(|k| k.as_str().to_string()));
+                        repairs.extend(kinds);
                         call.arguments = value.to_string();
                         value
                     }
@@ -411,12 +415,12 @@ fn whole(category: Category, feedback: String) -> Refused {
 }
 
 /// The reply text read as JSON: as it is, or repaired when its damage has one reading.
-fn read_json(text: &str, repairs: &mut Vec<String>) -> Option<Value> {
+fn read_json(text: &str, repairs: &mut Vec<RepairKind>) -> Option<Value> {
     if let Ok(value) = serde_json::from_str(text.trim()) {
         return Some(value);
     }
     let (value, kinds) = repair_value(text).ok()?;
-    repairs.extend(kinds.iter().map(|k| k.as_str().to_string()));
+    repairs.extend(kinds);
     Some(value)
 }
 
@@ -505,7 +509,7 @@ mod tests {
             passed.message.tool_calls[0].function.arguments,
             r#"{"city":"Paris"}"#
         );
-        assert_eq!(passed.repairs, ["trailing_comma"]);
+        assert_eq!(passed.repairs, [RepairKind::TrailingComma]);
     }
 
     #[test]
@@ -558,6 +562,6 @@ mod tests {
             .unwrap();
         assert_eq!(passed.message.tool_calls[0].function.name, "get_weather");
         assert_eq!(passed.message.content, None);
-        assert_eq!(passed.repairs, ["text_tool_call"]);
+        assert_eq!(passed.repairs, [RepairKind::TextToolCall]);
     }
 }

@@ -2,6 +2,8 @@
 //! while it is refused and the bound allows, ask again with the rejected reply and the
 //! feedback. The client sees only the reply that passed, or an error once the bound is spent.
 
+use std::time::Instant;
+
 use corrigible::{Category, ModelError};
 use corrigible_models::ChatEndpoint;
 use serde_json::{Map, Value, json};
@@ -27,11 +29,24 @@ pub struct Exchange {
     pub outcome: Outcome,
     /// Tokens over every upstream call.
     pub usage: TokenUsage,
-    /// Upstream calls made.
-    pub calls: u32,
+    /// Each upstream call, in order.
+    pub calls: Vec<UpstreamCall>,
     /// The category of each reply sent back, in order.
     pub corrections: Vec<Category>,
+    /// The feedback of each, in the same order.
+    pub feedback: Vec<String>,
     /// Transport retries over every call.
+    pub retries: u32,
+}
+
+/// One upstream call: how long it took, its tokens, its transport retries.
+#[derive(Debug, Clone, Copy)]
+pub struct UpstreamCall {
+    /// Milliseconds from sending to the whole body.
+    pub latency_ms: f64,
+    /// Its tokens.
+    pub usage: TokenUsage,
+    /// Transport retries it took.
     pub retries: u32,
 }
 
@@ -65,14 +80,20 @@ pub async fn exchange(
     }
     let mut usage = TokenUsage::default();
     let mut corrections = Vec::new();
-    let mut calls = 0;
+    let mut feedback = Vec::new();
+    let mut calls = Vec::new();
     let mut retries = 0;
     loop {
+        let started = Instant::now();
         let answer = endpoint.post(&Value::Object(body.clone())).await?;
-        calls += 1;
         retries += answer.retries;
         let completion = Completion::parse(answer.body.as_bytes())?;
         usage += completion.usage;
+        calls.push(UpstreamCall {
+            latency_ms: started.elapsed().as_secs_f64() * 1000.0,
+            usage: completion.usage,
+            retries: answer.retries,
+        });
         let refused = match contract.check(&completion.message) {
             Ok(passed) => {
                 return Ok(Exchange {
@@ -81,12 +102,14 @@ pub async fn exchange(
                     usage,
                     calls,
                     corrections,
+                    feedback,
                     retries,
                 });
             }
             Err(refused) => refused,
         };
         corrections.push(refused.category);
+        feedback.push(refused.feedback.clone());
         if corrections.len() as u32 > max_corrections {
             return Ok(Exchange {
                 completion,
@@ -94,6 +117,7 @@ pub async fn exchange(
                 usage,
                 calls,
                 corrections,
+                feedback,
                 retries,
             });
         }

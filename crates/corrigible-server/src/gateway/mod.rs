@@ -7,6 +7,7 @@
 
 mod check;
 mod correct;
+mod record;
 mod stream;
 mod wire;
 
@@ -108,7 +109,10 @@ pub(crate) async fn chat_completions(
         .ok_or(ServiceUnavailable::AtCapacity {
             why: "gateway requests",
         })?;
-    let id = format!("chatcmpl-{}", uuid::Uuid::now_v7().simple());
+    let id = uuid::Uuid::now_v7().to_string();
+    let created_at = crate::store::now_ms();
+    let started = std::time::Instant::now();
+    let prompt = record::prompt(&request.messages);
     let exchange = match correct::exchange(
         &gateway.endpoint,
         body,
@@ -124,15 +128,45 @@ pub(crate) async fn chat_completions(
         }
     };
     let corrections: Vec<&'static str> = exchange.corrections.iter().map(|c| c.as_str()).collect();
-    let (outcome, repairs) = match &exchange.outcome {
-        Outcome::Passed(passed) if !corrections.is_empty() => ("corrected", &passed.repairs),
-        Outcome::Passed(passed) if !passed.repairs.is_empty() => ("repaired", &passed.repairs),
-        Outcome::Passed(passed) => ("passed", &passed.repairs),
-        Outcome::Spent(_) => ("spent", &Vec::new()),
+    let repairs: Vec<String> = match &exchange.outcome {
+        Outcome::Passed(passed) => passed
+            .repairs
+            .iter()
+            .map(|k| k.as_str().to_string())
+            .collect(),
+        Outcome::Spent(_) => Vec::new(),
+    };
+    let outcome = match &exchange.outcome {
+        Outcome::Passed(_) if !corrections.is_empty() => "corrected",
+        Outcome::Passed(_) if !repairs.is_empty() => "repaired",
+        Outcome::Passed(_) => "passed",
+        Outcome::Spent(_) => "spent",
     };
     state
         .metrics
-        .gateway_request(outcome, &corrections, repairs);
+        .gateway_request(outcome, &corrections, &repairs);
+    let model = request
+        .model
+        .clone()
+        .filter(|m| !m.trim().is_empty())
+        .unwrap_or_else(|| gateway.endpoint.model().to_string());
+    let report = record::report(
+        &id,
+        prompt,
+        &format!("openai:{model}"),
+        &exchange,
+        started.elapsed().as_secs_f64() * 1000.0,
+    );
+    if let Err(error) = record::store(
+        state.store().as_ref(),
+        &state.instance_id(),
+        created_at,
+        report,
+    )
+    .await
+    {
+        tracing::warn!(run_id = %id, "the gateway request could not be stored: {error}");
+    }
     let mut response = match &exchange.outcome {
         Outcome::Passed(passed) => {
             let answer = exchange.completion.answer(&passed.message, exchange.usage);
@@ -166,12 +200,15 @@ pub(crate) async fn chat_completions(
         ("x-corrigible-outcome", outcome.to_string()),
         ("x-corrigible-corrections", corrections.join(",")),
         ("x-corrigible-repairs", repairs.join(",")),
-        ("x-corrigible-upstream-calls", exchange.calls.to_string()),
+        (
+            "x-corrigible-upstream-calls",
+            exchange.calls.len().to_string(),
+        ),
         (
             "x-corrigible-transport-retries",
             exchange.retries.to_string(),
         ),
-        ("x-corrigible-request-id", id),
+        ("x-corrigible-run-id", id),
     ];
     for (name, value) in marks {
         if let Ok(value) = HeaderValue::from_str(&value) {

@@ -8,6 +8,9 @@ use serde_json::{Map, Value};
 /// (`temperature`, `max_tokens`, …) is forwarded to the upstream untouched.
 #[derive(Debug, Clone, Deserialize)]
 pub struct ChatRequest {
+    /// The model the client asked for; forwarded as sent.
+    #[serde(default)]
+    pub model: Option<String>,
     /// The conversation, forwarded as sent.
     pub messages: Vec<Value>,
     /// The client's tools.

@@ -1,0 +1,157 @@
+//! A gateway request as a run in the store: its upstream calls, the replies sent back and the
+//! local repairs, so it shows on the dashboard and in `GET /v1/runs` beside the agent's runs.
+
+use corrigible::decision::repair::RepairKind;
+use corrigible::trace::{
+    CorrectionRecord, ModelCallRecord, RepairRecord, RunReport, StopReason, UsageTotals,
+};
+use corrigible::{Protocol, Stage};
+use serde_json::Value;
+
+use super::correct::{Exchange, Outcome};
+use super::wire::ReplyMessage;
+use crate::store::{NewRun, RunEnd, RunStore, StoreError, now_ms};
+
+/// The run's prompt: the text of the conversation's last user message.
+pub fn prompt(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .and_then(|m| m.get("content"))
+        .map(|content| match content {
+            Value::String(text) => text.clone(),
+            Value::Array(parts) => parts
+                .iter()
+                .filter_map(|p| p.get("text").and_then(Value::as_str))
+                .collect::<Vec<_>>()
+                .join(" "),
+            other => other.to_string(),
+        })
+        .unwrap_or_default()
+}
+
+/// What the client got, in a line: the text, or the calls.
+fn summary(message: &ReplyMessage) -> String {
+    if message.tool_calls.is_empty() {
+        return message.content.clone().unwrap_or_default();
+    }
+    message
+        .tool_calls
+        .iter()
+        .map(|c| format!("{}({})", c.function.name, c.function.arguments))
+        .collect::<Vec<_>>()
+        .join(", ")
+}
+
+/// The run report of one request.
+pub fn report(
+    id: &str,
+    prompt: String,
+    model: &str,
+    exchange: &Exchange,
+    duration_ms: f64,
+) -> RunReport {
+    let corrected = matches!(exchange.outcome, Outcome::Passed(_));
+    let corrections: Vec<CorrectionRecord> = exchange
+        .corrections
+        .iter()
+        .enumerate()
+        .map(|(i, category)| CorrectionRecord {
+            step: 1,
+            attempt: i as u32 + 1,
+            stage: Stage::new(1, i as u32),
+            category: *category,
+            error: exchange.feedback.get(i).cloned().unwrap_or_default(),
+            corrected: corrected || i + 1 < exchange.corrections.len(),
+            tool: None,
+        })
+        .collect();
+    let last = exchange.calls.len().saturating_sub(1) as u32;
+    let (satisfied, final_summary, repairs, stop_reason) = match &exchange.outcome {
+        Outcome::Passed(passed) => (
+            true,
+            Some(summary(&passed.message)),
+            passed.repairs.clone(),
+            StopReason::Final,
+        ),
+        Outcome::Spent(_) => (
+            false,
+            None,
+            Vec::<RepairKind>::new(),
+            StopReason::CorrectionsExhausted,
+        ),
+    };
+    let model_calls: Vec<ModelCallRecord> = exchange
+        .calls
+        .iter()
+        .enumerate()
+        .map(|(i, call)| ModelCallRecord {
+            stage: Stage::new(1, i as u32),
+            latency_ms: call.latency_ms,
+            input_tokens: call.usage.prompt_tokens,
+            output_tokens: call.usage.completion_tokens,
+            prompt_tokens_reused: None,
+            transport_retries: call.retries,
+            decoding: None,
+            identical_retry: false,
+            reasoning: None,
+        })
+        .collect();
+    RunReport {
+        run_id: id.to_string(),
+        satisfied,
+        final_summary,
+        missing: None,
+        stop_reason,
+        steps: Vec::new(),
+        usage: UsageTotals {
+            model_calls: exchange.calls.len() as u32,
+            input_tokens: exchange.usage.prompt_tokens,
+            output_tokens: exchange.usage.completion_tokens,
+            corrections: corrections.len() as u32,
+            ..UsageTotals::default()
+        },
+        corrections,
+        repairs: repairs
+            .into_iter()
+            .map(|kind| RepairRecord {
+                step: 1,
+                stage: Stage::new(1, last),
+                kind,
+            })
+            .collect(),
+        model_calls,
+        breaker_events: Vec::new(),
+        verifications: Vec::new(),
+        output: None,
+        prompt,
+        model: model.to_string(),
+        protocol: Some(Protocol::Native),
+        protocol_reason: None,
+        duration_ms,
+    }
+}
+
+/// Stores `report` as a finished run owned by `instance`, started at `created_at`.
+pub async fn store(
+    store: &dyn RunStore,
+    instance: &str,
+    created_at: i64,
+    report: RunReport,
+) -> Result<(), StoreError> {
+    store
+        .insert_run(&NewRun {
+            id: report.run_id.clone(),
+            created_at,
+            prompt: report.prompt.clone(),
+            model: report.model.clone(),
+            protocol: "native".into(),
+            owner: instance.to_string(),
+        })
+        .await?;
+    let id = report.run_id.clone();
+    store
+        .end_run(&id, &RunEnd::Finished(Box::new(report)), now_ms())
+        .await
+}
