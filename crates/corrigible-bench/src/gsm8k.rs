@@ -3,7 +3,8 @@
 //! The data are the first 200 problems of the GSM8K test set (Cobbe et al., 2021; MIT
 //! license), in `bench/data/gsm8k/` with their license and attribution. They are split in
 //! two: `gsm8k:dev` (problems 0–99) is for tuning, `gsm8k:test` (problems 100–199) is for
-//! reporting only. The agent is asked the problem as written, as a user would ask it; the
+//! reporting only; `gsm8k:heldout` (test problems 200–499, from a second file) is a fresh
+//! split, reported once per change. The agent is asked the problem as written, as a user would ask it; the
 //! `bare` policy the problem and its own instruction. A run passes when the number its final
 //! answer ends with (after `Answer:` when it says so) equals the reference answer.
 
@@ -14,20 +15,28 @@ use serde::Deserialize;
 use crate::error::BenchError;
 use crate::suite::{Grade, Split, Task, TaskKind};
 
-/// The embedded problems.
+/// The embedded problems of the dev and test splits.
 pub const DATA: &str = include_str!("../../../bench/data/gsm8k/test-first200.jsonl");
+
+/// The embedded problems of the held-out split: GSM8K test problems 200-499.
+pub const HELDOUT_DATA: &str = include_str!("../../../bench/data/gsm8k/test-200-499.jsonl");
 
 /// Problems in the dev split; the rest are the test split.
 pub const DEV_PROBLEMS: usize = 100;
 
+/// Problems in the held-out split.
+pub const HELDOUT_PROBLEMS: usize = 300;
+
 /// Executed calculator actions a problem allows: several steps, each on earlier results.
 pub const MAX_ACTIONS: u32 = 6;
 
-/// The problems of `split`: 0-99 are dev (tune on these), 100-199 test (report only).
-fn range(split: Split) -> std::ops::Range<usize> {
+/// The lines of `split` in its file: 0-99 are dev (tune on these), 100-199 test (reported
+/// before), and the held-out file's 300 (report once per change).
+fn lines(split: Split) -> (&'static str, std::ops::Range<usize>) {
     match split {
-        Split::Dev => 0..DEV_PROBLEMS,
-        Split::Test => DEV_PROBLEMS..2 * DEV_PROBLEMS,
+        Split::Dev => (DATA, 0..DEV_PROBLEMS),
+        Split::Test => (DATA, DEV_PROBLEMS..2 * DEV_PROBLEMS),
+        Split::Heldout => (HELDOUT_DATA, 0..usize::MAX),
     }
 }
 
@@ -36,9 +45,10 @@ pub fn parse_split(s: &str) -> Result<Split, BenchError> {
     match s {
         "dev" => Ok(Split::Dev),
         "test" => Ok(Split::Test),
+        "heldout" => Ok(Split::Heldout),
         other => Err(BenchError::Usage(format!(
-            "unknown GSM8K split `{other}`: expected gsm8k:dev (problems 0-99) or \
-             gsm8k:test (problems 100-199)"
+            "unknown GSM8K split `{other}`: expected gsm8k:dev (problems 0-99), \
+             gsm8k:test (problems 100-199) or gsm8k:heldout (problems 200-499)"
         ))),
     }
 }
@@ -60,8 +70,9 @@ struct Row {
 /// The problems of `split`, in order.
 pub fn load(split: Split) -> Result<Vec<Task>, BenchError> {
     let mut tasks = Vec::new();
-    for (i, line) in DATA.lines().enumerate() {
-        if !range(split).contains(&i) {
+    let (data, range) = lines(split);
+    for (i, line) in data.lines().enumerate() {
+        if !range.contains(&i) {
             continue;
         }
         let error = |message: String| BenchError::Suite {
@@ -83,9 +94,13 @@ pub fn load(split: Split) -> Result<Vec<Task>, BenchError> {
             kind: TaskKind::Gsm8k(GsmTask { answer }),
         });
     }
-    if tasks.len() != DEV_PROBLEMS {
+    let expected = match split {
+        Split::Heldout => HELDOUT_PROBLEMS,
+        Split::Dev | Split::Test => DEV_PROBLEMS,
+    };
+    if tasks.len() != expected {
         return Err(BenchError::Usage(format!(
-            "gsm8k:{}: expected {DEV_PROBLEMS} problems, found {}",
+            "gsm8k:{}: expected {expected} problems, found {}",
             split.as_str(),
             tasks.len()
         )));
@@ -143,6 +158,10 @@ mod tests {
             panic!("not a GSM8K task")
         };
         assert_eq!(first.answer, 18.0);
+        let heldout = load(parse_split("heldout").unwrap()).unwrap();
+        assert_eq!(heldout.len(), 300);
+        assert_eq!(heldout[0].id, "gsm8k-test-200");
+        assert_eq!(heldout[299].id, "gsm8k-test-499");
     }
 
     #[test]

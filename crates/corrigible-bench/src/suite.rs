@@ -52,7 +52,7 @@ impl FromStr for SuiteSpec {
                 Err(BenchError::Usage(format!(
                     "unknown suite `{other}`: expected tools, tools:dev, tools:test, tools:FILE, \
                      heldout, correct, correct:FILE, bfcl, \
-                     bfcl:simple|multiple|parallel|irrelevance, or gsm8k:dev|test"
+                     bfcl:simple|multiple|parallel|irrelevance, or gsm8k:dev|test|heldout"
                 )))
             }
         }
@@ -83,6 +83,8 @@ pub enum Split {
     Dev,
     /// Only reported.
     Test,
+    /// Fresh: reported once per change, after tuning is done (GSM8K test problems 200-499).
+    Heldout,
 }
 
 impl Split {
@@ -91,6 +93,7 @@ impl Split {
         match self {
             Split::Dev => "dev",
             Split::Test => "test",
+            Split::Heldout => "heldout",
         }
     }
 

@@ -353,7 +353,8 @@ pub struct BenchArgs {
     /// `tools:FILE`, `heldout` (tasks no rule was tuned on), `correct` or `correct:FILE` (the
     /// rules on correct and wrong trajectories), `bfcl` (all four categories), `bfcl:simple`,
     /// `bfcl:multiple`, `bfcl:parallel`, `bfcl:irrelevance`, or GSM8K with the calculator:
-    /// `gsm8k:dev` (problems 0-99, for tuning) or `gsm8k:test` (problems 100-199).
+    /// `gsm8k:dev` (problems 0-99, for tuning), `gsm8k:test` (problems 100-199) or
+    /// `gsm8k:heldout` (problems 200-499, a fresh split: report only, once per change).
     #[arg(long, default_value = "tools")]
     pub suite: String,
     /// Leave out the first N tasks (per category for `bfcl`), to run a suite in parts.
