@@ -329,6 +329,11 @@ pub struct ServeArgs {
     /// `openai:` model) sends back to the upstream per request before it answers 502.
     #[arg(long, value_name = "N", default_value_t = corrigible_server::DEFAULT_MAX_CORRECTIONS)]
     pub gateway_corrections: u32,
+    /// An upstream the gateway tries when the ones before it have their breaker open, fail
+    /// in transport, or spend their corrections: `openai:MODEL`, or `openai:MODEL@BASE_URL`
+    /// for another server (same key); repeatable, tried in order.
+    #[arg(long = "fallback", value_name = "SPEC")]
+    pub fallbacks: Vec<String>,
     #[command(flatten)]
     pub model: ModelArgs,
     #[command(flatten)]

@@ -309,6 +309,12 @@ fn gateway(
         model,
     }) = spec
     else {
+        if !args.fallbacks.is_empty() {
+            return Err(anyhow::anyhow!(
+                "--fallback: the gateway serves only with an openai: model (--model openai:MODEL)"
+            )
+            .into());
+        }
         return Ok(None);
     };
     let options = corrigible_models::ProviderOptions {
@@ -320,14 +326,34 @@ fn gateway(
             .map(corrigible_models::ApiKey::new),
         ..Default::default()
     };
-    let endpoint =
-        corrigible_models::ChatEndpoint::new(model, options).map_err(anyhow::Error::from)?;
-    Ok(Some(corrigible_server::Gateway::new(
+    let endpoint = corrigible_models::ChatEndpoint::new(model, options.clone())
+        .map_err(anyhow::Error::from)?;
+    let mut gateway = corrigible_server::Gateway::new(
         endpoint,
         args.gateway_corrections,
         config.max_runs,
         config.queue_timeout,
-    )))
+    );
+    for spec in &args.fallbacks {
+        let (spec, base_url) = match spec.split_once('@') {
+            Some((spec, url)) => (spec, Some(url.to_string())),
+            None => (spec.as_str(), options.base_url.clone()),
+        };
+        let Some(model) = spec.strip_prefix("openai:").filter(|m| !m.is_empty()) else {
+            return Err(anyhow::anyhow!(
+                "--fallback {spec}: expected openai:MODEL or openai:MODEL@BASE_URL"
+            )
+            .into());
+        };
+        let options = corrigible_models::ProviderOptions {
+            base_url,
+            ..options.clone()
+        };
+        let endpoint = corrigible_models::ChatEndpoint::new(model, options)
+            .map_err(anyhow::Error::from)?;
+        gateway = gateway.with_fallback(endpoint);
+    }
+    Ok(Some(gateway))
 }
 
 /// The API key in `path`: its first line, trimmed.

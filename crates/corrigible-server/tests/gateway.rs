@@ -60,16 +60,38 @@ struct Setup {
     client: reqwest::Client,
 }
 
-async fn start(replies: Vec<Value>, api_key: Option<&str>) -> Setup {
-    let script = Script::default();
+/// A scripted upstream answering `replies` in order; its base URL.
+async fn upstream(script: &Script, replies: Vec<Value>) -> String {
     script.replies.lock().unwrap().extend(replies);
     let upstream = axum::Router::new()
         .route("/v1/chat/completions", post(complete))
         .with_state(script.clone());
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
-    let upstream_addr = listener.local_addr().unwrap();
+    let addr = listener.local_addr().unwrap();
     tokio::spawn(async move { axum::serve(listener, upstream).await.unwrap() });
+    format!("http://{addr}/v1")
+}
 
+fn endpoint(model: &str, base_url: String) -> ChatEndpoint {
+    ChatEndpoint::new(
+        model,
+        ProviderOptions {
+            base_url: Some(base_url),
+            retry: corrigible_models::RetryPolicy::none(),
+            ..Default::default()
+        },
+    )
+    .unwrap()
+}
+
+async fn start(replies: Vec<Value>, api_key: Option<&str>) -> Setup {
+    let script = Script::default();
+    let base_url = upstream(&script, replies).await;
+    let gateway = Gateway::new(endpoint("scripted", base_url), 2, 8, Duration::from_secs(5));
+    serve(gateway, script, api_key).await
+}
+
+async fn serve(gateway: Gateway, script: Script, api_key: Option<&str>) -> Setup {
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("runs.db").display().to_string();
     std::mem::forget(dir);
@@ -81,21 +103,13 @@ async fn start(replies: Vec<Value>, api_key: Option<&str>) -> Setup {
     };
     let replay = ReplayModel::from_str(common::SIMPLE).unwrap();
     let store = open_store(&db).await.unwrap();
-    let endpoint = ChatEndpoint::new(
-        "scripted",
-        ProviderOptions {
-            base_url: Some(format!("http://{upstream_addr}/v1")),
-            ..Default::default()
-        },
-    )
-    .unwrap();
     let state = AppState::new(
         common::agent(&replay),
         replay_factory(replay),
         store,
         &config,
     )
-    .with_gateway(Gateway::new(endpoint, 2, 8, Duration::from_secs(5)));
+    .with_gateway(gateway);
     let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
     let base = format!("http://{}", listener.local_addr().unwrap());
     tokio::spawn(async move {
@@ -537,4 +551,81 @@ async fn the_openai_npm_package_gets_corrected_calls_streamed_and_whole() {
         String::from_utf8_lossy(&out.stderr)
     );
     assert_eq!(setup.seen().len(), 4);
+}
+
+#[tokio::test]
+async fn a_fallback_answers_when_the_upstream_spends_its_corrections_or_is_down() {
+    let primary = Script::default();
+    let primary_url = upstream(
+        &primary,
+        vec![
+            call("p1", "get_wether", "{}"),
+            call("p2", "get_wether", "{}"),
+            call("p3", "get_wether", "{}"),
+        ],
+    )
+    .await;
+    let backup = Script::default();
+    let backup_url = upstream(
+        &backup,
+        vec![call("b1", "get_weather", r#"{"city": "Paris"}"#)],
+    )
+    .await;
+    let gateway = Gateway::new(
+        endpoint("primary", primary_url),
+        2,
+        8,
+        Duration::from_secs(5),
+    )
+    .with_fallback(endpoint("backup", backup_url));
+    let setup = serve(gateway, primary.clone(), None).await;
+    let response = setup.post(&weather_request()).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "x-corrigible-upstream"), "backup");
+    assert_eq!(
+        header(&response, "x-corrigible-fallbacks"),
+        "primary: corrections spent"
+    );
+    assert_eq!(header(&response, "x-corrigible-upstream-calls"), "4");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["choices"][0]["message"]["tool_calls"][0]["id"], "b1");
+    assert_eq!(
+        body["usage"]["total_tokens"], 60,
+        "every upstream call counts"
+    );
+    let asked = backup.seen.lock().unwrap()[0].clone();
+    assert_eq!(
+        asked["model"], "backup",
+        "a fallback is asked for its own model"
+    );
+    assert_eq!(
+        asked["messages"].as_array().unwrap().len(),
+        1,
+        "without the primary's corrections"
+    );
+
+    let dead = {
+        let listener = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        format!("http://{}/v1", listener.local_addr().unwrap())
+    };
+    let backup = Script::default();
+    let backup_url = upstream(
+        &backup,
+        vec![call("b1", "get_weather", r#"{"city": "Paris"}"#)],
+    )
+    .await;
+    let gateway = Gateway::new(endpoint("dead", dead), 2, 8, Duration::from_secs(5))
+        .with_fallback(endpoint("backup", backup_url))
+        .with_breaker_policy(
+            corrigible::policy::BreakerPolicy::new(1, Duration::from_secs(60)).unwrap(),
+        );
+    let setup = serve(gateway, backup, None).await;
+    let response = setup.post(&weather_request()).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "x-corrigible-upstream"), "backup");
+    let passed_over = header(&response, "x-corrigible-fallbacks");
+    assert!(
+        passed_over.starts_with("dead: transport error"),
+        "{passed_over}"
+    );
 }

@@ -54,6 +54,11 @@ impl ChatEndpoint {
         &self.model
     }
 
+    /// The URL requests are posted to.
+    pub fn url(&self) -> &str {
+        &self.url
+    }
+
     /// POSTs `body` as it is.
     pub async fn post(&self, body: &Value) -> Result<EndpointAnswer, ModelError> {
         let mut headers = HeaderMap::new();

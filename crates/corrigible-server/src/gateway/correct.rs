@@ -39,6 +39,25 @@ pub struct Exchange {
     pub retries: u32,
 }
 
+impl Exchange {
+    /// This exchange, counting also what an earlier upstream's `spent` exchange cost: its
+    /// calls, tokens, retries and the replies it sent back.
+    pub fn after(mut self, earlier: Exchange) -> Self {
+        let mut calls = earlier.calls;
+        calls.append(&mut self.calls);
+        self.calls = calls;
+        self.usage += earlier.usage;
+        self.retries += earlier.retries;
+        let mut corrections = earlier.corrections;
+        corrections.append(&mut self.corrections);
+        self.corrections = corrections;
+        let mut feedback = earlier.feedback;
+        feedback.append(&mut self.feedback);
+        self.feedback = feedback;
+        self
+    }
+}
+
 /// One upstream call: how long it took, its tokens, its transport retries.
 #[derive(Debug, Clone, Copy)]
 pub struct UpstreamCall {
@@ -61,11 +80,13 @@ pub enum UpstreamError {
     NotACompletion(#[from] NotACompletion),
 }
 
-/// Runs one request: `body` is the client's, forwarded with `stream` off; `max_corrections`
-/// bounds the replies sent back.
+/// Runs one request on one upstream: `body` is the client's, forwarded with `stream` off and,
+/// when `own_model` is set or the client named none, the upstream's own model;
+/// `max_corrections` bounds the replies sent back.
 pub async fn exchange(
     endpoint: &ChatEndpoint,
     mut body: Map<String, Value>,
+    own_model: bool,
     contract: &Contract,
     max_corrections: u32,
 ) -> Result<Exchange, UpstreamError> {
@@ -75,7 +96,7 @@ pub async fn exchange(
         .get("model")
         .and_then(Value::as_str)
         .is_some_and(|m| !m.trim().is_empty());
-    if !named {
+    if own_model || !named {
         body.insert("model".into(), Value::from(endpoint.model()));
     }
     let mut usage = TokenUsage::default();

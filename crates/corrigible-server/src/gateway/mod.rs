@@ -7,6 +7,7 @@
 
 mod check;
 mod correct;
+mod fallback;
 mod record;
 mod stream;
 mod wire;
@@ -20,6 +21,7 @@ use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use corrigible::ModelError;
+use corrigible::policy::{BreakerPolicy, CircuitBreakers};
 use corrigible_models::ChatEndpoint;
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
@@ -40,9 +42,10 @@ pub const MIN_BODY_LIMIT: usize = 1 << 20;
 /// Replies sent back to the upstream per request when none is configured.
 pub const DEFAULT_MAX_CORRECTIONS: u32 = 2;
 
-/// The gateway's upstream and bounds.
+/// The gateway's upstreams and bounds.
 pub struct Gateway {
-    endpoint: ChatEndpoint,
+    upstreams: Vec<ChatEndpoint>,
+    breakers: CircuitBreakers,
     max_corrections: u32,
     slots: Semaphore,
     queue_timeout: Duration,
@@ -59,11 +62,32 @@ impl Gateway {
         queue_timeout: Duration,
     ) -> Self {
         Self {
-            endpoint,
+            upstreams: vec![endpoint],
+            breakers: CircuitBreakers::default(),
             max_corrections,
             slots: Semaphore::new(max_in_flight.max(1)),
             queue_timeout,
         }
+    }
+}
+
+impl Gateway {
+    /// The same gateway with `endpoint` tried after the others when their breakers are open,
+    /// their transport fails, or their corrections are spent.
+    pub fn with_fallback(mut self, endpoint: ChatEndpoint) -> Self {
+        self.upstreams.push(endpoint);
+        self
+    }
+
+    /// The same gateway with the upstreams' breakers following `policy` (default: open after
+    /// 5 transport failures in a row, probe again after 60 s).
+    pub fn with_breaker_policy(mut self, policy: BreakerPolicy) -> Self {
+        self.breakers = CircuitBreakers::new(policy);
+        self
+    }
+
+    fn primary(&self) -> &ChatEndpoint {
+        &self.upstreams[0]
     }
 }
 
@@ -73,7 +97,7 @@ pub(crate) async fn models(State(state): State<AppState>) -> Result<Json<Value>,
     Ok(Json(json!({
         "object": "list",
         "data": [{
-            "id": gateway.endpoint.model(),
+            "id": gateway.primary().model(),
             "object": "model",
             "created": 0,
             "owned_by": "corrigible",
@@ -113,20 +137,22 @@ pub(crate) async fn chat_completions(
     let created_at = crate::store::now_ms();
     let started = std::time::Instant::now();
     let prompt = record::prompt(&request.messages);
-    let exchange = match correct::exchange(
-        &gateway.endpoint,
-        body,
+    let routed = match fallback::route(
+        &gateway.upstreams,
+        &gateway.breakers,
+        &body,
         &contract,
         gateway.max_corrections,
     )
     .await
     {
-        Ok(exchange) => exchange,
+        Ok(routed) => routed,
         Err(error) => {
             state.metrics.gateway_request("failed", &[], &[]);
             return Err(upstream_failure(error, &id).into());
         }
     };
+    let exchange = routed.exchange;
     let corrections: Vec<&'static str> = exchange.corrections.iter().map(|c| c.as_str()).collect();
     let repairs: Vec<String> = match &exchange.outcome {
         Outcome::Passed(passed) => passed
@@ -145,11 +171,12 @@ pub(crate) async fn chat_completions(
     state
         .metrics
         .gateway_request(outcome, &corrections, &repairs);
+    let answering = &gateway.upstreams[routed.upstream];
     let model = request
         .model
         .clone()
-        .filter(|m| !m.trim().is_empty())
-        .unwrap_or_else(|| gateway.endpoint.model().to_string());
+        .filter(|m| !m.trim().is_empty() && routed.upstream == 0)
+        .unwrap_or_else(|| answering.model().to_string());
     let report = record::report(
         &id,
         prompt,
@@ -208,6 +235,8 @@ pub(crate) async fn chat_completions(
             "x-corrigible-transport-retries",
             exchange.retries.to_string(),
         ),
+        ("x-corrigible-upstream", model),
+        ("x-corrigible-fallbacks", routed.passed_over.join("; ")),
         ("x-corrigible-run-id", id),
     ];
     for (name, value) in marks {
