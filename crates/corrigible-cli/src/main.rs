@@ -266,24 +266,16 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         shared_breakers.then(|| store.breakers()),
     )
     .await?;
-    let mut state =
-        corrigible_server::AppState::new(Arc::new(agent), model.factory, store, &config);
-    let gateway = gateway(&args, &config)?;
-    let state_has_gateway = gateway.is_some();
-    if let Some(gateway) = gateway {
-        state = state.with_gateway(gateway);
-    }
+    let gateway = gateway(&args, &config, model.model.clone())?;
+    let state = corrigible_server::AppState::new(Arc::new(agent), model.factory, store, &config)
+        .with_gateway(gateway);
     let listener = corrigible_server::bind(&config)
         .await
         .map_err(anyhow::Error::from)?;
     let local = listener.local_addr().map_err(anyhow::Error::from)?;
-    let gateway_note = if state_has_gateway {
-        ", OpenAI-compatible gateway at /v1/chat/completions"
-    } else {
-        ""
-    };
     eprintln!(
-        "corrigible: serving on http://{local} (dashboard at /, API at /v1/runs{gateway_note})"
+        "corrigible: serving on http://{local} (dashboard at /, API at /v1/runs, \
+         OpenAI-compatible gateway at /v1/chat/completions)"
     );
     corrigible_server::serve_listener(
         listener,
@@ -296,27 +288,17 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
     Ok(())
 }
 
-/// The OpenAI-compatible gateway, when the model is an `openai:` one: requests go to the same
-/// server with the same key, and a request that names no model gets this one.
+/// The OpenAI-compatible gateway: an `openai:` model's server gets requests as the client
+/// wrote them (with the same key; a request that names no model gets this one); any other
+/// model (the embedded one, a replay, Gemini, Anthropic) answers under the json protocol.
+/// `--fallback` adds OpenAI-compatible upstreams after it.
 fn gateway(
     args: &ServeArgs,
     config: &corrigible_server::ServerConfig,
-) -> Result<Option<corrigible_server::Gateway>, Failure> {
+    model: Arc<dyn corrigible::Model>,
+) -> Result<corrigible_server::Gateway, Failure> {
     let spec: Option<corrigible_models::ModelSpec> =
-        args.model.model.as_deref().and_then(|m| m.parse().ok());
-    let Some(corrigible_models::ModelSpec::Remote {
-        provider: corrigible_models::Provider::OpenAi,
-        model,
-    }) = spec
-    else {
-        if !args.fallbacks.is_empty() {
-            return Err(anyhow::anyhow!(
-                "--fallback: the gateway serves only with an openai: model (--model openai:MODEL)"
-            )
-            .into());
-        }
-        return Ok(None);
-    };
+        args.model.model.as_deref().unwrap_or("local").parse().ok();
     let options = corrigible_models::ProviderOptions {
         base_url: args.model.base_url.clone(),
         api_key: args
@@ -326,14 +308,27 @@ fn gateway(
             .map(corrigible_models::ApiKey::new),
         ..Default::default()
     };
-    let endpoint = corrigible_models::ChatEndpoint::new(model, options.clone())
-        .map_err(anyhow::Error::from)?;
-    let mut gateway = corrigible_server::Gateway::new(
-        endpoint,
+    let (corrections, slots, wait) = (
         args.gateway_corrections,
         config.max_runs,
         config.queue_timeout,
     );
+    let mut gateway = match spec {
+        Some(corrigible_models::ModelSpec::Remote {
+            provider: corrigible_models::Provider::OpenAi,
+            model,
+        }) => {
+            let endpoint = corrigible_models::ChatEndpoint::new(model, options.clone())
+                .map_err(anyhow::Error::from)?;
+            corrigible_server::Gateway::new(endpoint, corrections, slots, wait)
+        }
+        _ => corrigible_server::Gateway::new(
+            corrigible_server::ModelUpstream::new(model),
+            corrections,
+            slots,
+            wait,
+        ),
+    };
     for spec in &args.fallbacks {
         let (spec, base_url) = match spec.split_once('@') {
             Some((spec, url)) => (spec, Some(url.to_string())),
@@ -349,11 +344,11 @@ fn gateway(
             base_url,
             ..options.clone()
         };
-        let endpoint = corrigible_models::ChatEndpoint::new(model, options)
-            .map_err(anyhow::Error::from)?;
+        let endpoint =
+            corrigible_models::ChatEndpoint::new(model, options).map_err(anyhow::Error::from)?;
         gateway = gateway.with_fallback(endpoint);
     }
-    Ok(Some(gateway))
+    Ok(gateway)
 }
 
 /// The API key in `path`: its first line, trimmed.

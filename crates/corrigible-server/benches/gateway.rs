@@ -4,9 +4,9 @@
 //! axum route that answers a valid call at once):
 //!
 //! 1. straight to the upstream (the baseline: the HTTP stack and the load generator);
-//! 2. through corrigible's gateway (checks, run stored in SQLite);
+//! 2. through corrigible's gateway (checks, run stored in SQLite, API key);
 //! 3. with `GATEWAY_LITELLM` naming the `litellm` executable (PyPI `litellm[proxy]`): through
-//!    the LiteLLM proxy in front of the same upstream.
+//!    the LiteLLM proxy in front of the same upstream (master key, no database).
 //!
 //! Each phase prints requests per second and p50/p99 latency; the added latency of a gateway
 //! is its percentile minus the baseline's. `cargo bench -p corrigible-server --bench gateway`;
@@ -22,6 +22,9 @@ use corrigible_models::{ChatEndpoint, ProviderOptions, ReplayModel};
 use corrigible_server::{AppState, Gateway, ServerConfig, open_store, replay_factory};
 use futures_util::StreamExt;
 use serde_json::{Value, json};
+
+/// The key every client sends; both gateways require it.
+const KEY: &str = "sk-bench-5b1f0c2e9a7d4e38";
 
 const REPLAY: &str = r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"unused\"}"}
 "#;
@@ -87,7 +90,7 @@ async fn phase(url: &str, total: usize, concurrency: usize) -> (Vec<Duration>, D
                 let sent = Instant::now();
                 let response = client
                     .post(&url)
-                    .header("authorization", "Bearer none")
+                    .header("authorization", format!("Bearer {KEY}"))
                     .json(&*body)
                     .send()
                     .await
@@ -148,6 +151,7 @@ async fn litellm(executable: &str, upstream: &str, port: u16) -> LiteLlm {
         .arg(&config)
         .args(["--port", &port.to_string(), "--host", "127.0.0.1"])
         .env("LITELLM_LOG", "ERROR")
+        .env("LITELLM_MASTER_KEY", KEY)
         .stdout(Stdio::null())
         .stderr(Stdio::null())
         .spawn()
@@ -168,7 +172,7 @@ async fn litellm(executable: &str, upstream: &str, port: u16) -> LiteLlm {
             return proxy;
         }
         assert!(
-            started.elapsed() < Duration::from_secs(120),
+            started.elapsed() < Duration::from_secs(300),
             "litellm not ready"
         );
         tokio::time::sleep(Duration::from_millis(250)).await;
@@ -201,6 +205,7 @@ fn main() {
         let config = ServerConfig {
             addr: "127.0.0.1:0".into(),
             db: db.clone(),
+            api_key: Some(KEY.to_string()),
             ..ServerConfig::default()
         };
         let replay = ReplayModel::from_str(REPLAY).expect("replay");

@@ -629,3 +629,48 @@ async fn a_fallback_answers_when_the_upstream_spends_its_corrections_or_is_down(
         "{passed_over}"
     );
 }
+
+#[tokio::test]
+async fn a_json_protocol_model_answers_through_the_gateway_with_its_decisions_as_calls() {
+    let replay = ReplayModel::from_str(concat!(
+        r#"{"text": "I think it is sunny in Paris.", "usage": {"input_tokens": 100, "output_tokens": 8}}"#,
+        "\n",
+        r#"{"text": "{\"state\":\"action\",\"reason\":\"look\",\"tool\":\"get_weather\",\"tool_input\":{\"city\":\"Paris\"}}", "usage": {"input_tokens": 120, "output_tokens": 20}}"#,
+        "\n",
+        r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"It is 21 °C in Paris.\"}", "usage": {"input_tokens": 150, "output_tokens": 12}}"#,
+        "\n",
+    ))
+    .unwrap();
+    let model: Arc<dyn corrigible::Model> = Arc::new(replay);
+    let gateway = Gateway::new(
+        corrigible_server::ModelUpstream::new(model),
+        2,
+        8,
+        Duration::from_secs(5),
+    );
+    let setup = serve(gateway, Script::default(), None).await;
+    let response = setup.post(&weather_request()).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(
+        header(&response, "x-corrigible-corrections"),
+        "invalid_json"
+    );
+    let body: Value = response.json().await.unwrap();
+    let call = &body["choices"][0]["message"]["tool_calls"][0];
+    assert_eq!(call["function"]["name"], "get_weather");
+    assert_eq!(call["function"]["arguments"], r#"{"city":"Paris"}"#);
+    assert_eq!(body["usage"]["prompt_tokens"], 220);
+
+    let mut next = weather_request();
+    let messages = next["messages"].as_array_mut().unwrap();
+    messages.push(json!({"role": "assistant", "content": null, "tool_calls": [call]}));
+    messages.push(json!({"role": "tool", "tool_call_id": call["id"], "content": "21 °C"}));
+    let response = setup.post(&next).await;
+    assert_eq!(header(&response, "x-corrigible-outcome"), "passed");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        "It is 21 °C in Paris."
+    );
+    assert_eq!(body["choices"][0]["finish_reason"], "stop");
+}

@@ -5,10 +5,10 @@
 use std::time::Instant;
 
 use corrigible::{Category, ModelError};
-use corrigible_models::ChatEndpoint;
 use serde_json::{Map, Value, json};
 
 use super::check::{Contract, Passed, Refused};
+use super::upstream::Upstream;
 use super::wire::{Completion, NotACompletion, TokenUsage};
 
 /// How a request ended.
@@ -84,7 +84,7 @@ pub enum UpstreamError {
 /// when `own_model` is set or the client named none, the upstream's own model;
 /// `max_corrections` bounds the replies sent back.
 pub async fn exchange(
-    endpoint: &ChatEndpoint,
+    endpoint: &dyn Upstream,
     mut body: Map<String, Value>,
     own_model: bool,
     contract: &Contract,
@@ -106,16 +106,24 @@ pub async fn exchange(
     let mut retries = 0;
     loop {
         let started = Instant::now();
-        let answer = endpoint.post(&Value::Object(body.clone())).await?;
+        let answer = endpoint.complete(&body).await?;
         retries += answer.retries;
-        let completion = Completion::parse(answer.body.as_bytes())?;
+        let completion = answer.completion;
         usage += completion.usage;
         calls.push(UpstreamCall {
             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
             usage: completion.usage,
             retries: answer.retries,
         });
-        let refused = match contract.check(&completion.message) {
+        let checked = match &completion.unreadable {
+            Some((category, feedback)) => Err(Refused {
+                category: *category,
+                feedback: feedback.clone(),
+                calls: Vec::new(),
+            }),
+            None => contract.check(&completion.message),
+        };
+        let refused = match checked {
             Ok(passed) => {
                 return Ok(Exchange {
                     completion,

@@ -3,11 +3,13 @@
 //! fails or its corrections are spent. Each upstream's breaker counts its transport failures.
 
 use corrigible::policy::{BreakerDecision, CircuitBreakers};
-use corrigible_models::ChatEndpoint;
+use std::sync::Arc;
+
 use serde_json::{Map, Value};
 
 use super::check::Contract;
 use super::correct::{Exchange, Outcome, UpstreamError, exchange};
+use super::upstream::Upstream;
 
 /// What the upstreams did with one request.
 #[derive(Debug)]
@@ -21,15 +23,10 @@ pub struct Routed {
     pub passed_over: Vec<String>,
 }
 
-/// The breaker's name of `endpoint`.
-pub fn breaker_name(endpoint: &ChatEndpoint) -> String {
-    format!("upstream {} at {}", endpoint.model(), endpoint.url())
-}
-
 /// Tries `upstreams` in order for `body`. The first keeps the client's `model`; a fallback is
 /// asked for its own.
 pub async fn route(
-    upstreams: &[ChatEndpoint],
+    upstreams: &[Arc<dyn Upstream>],
     breakers: &CircuitBreakers,
     body: &Map<String, Value>,
     contract: &Contract,
@@ -39,7 +36,7 @@ pub async fn route(
     let mut spent: Option<(usize, Exchange)> = None;
     let mut last_error = None;
     for (index, endpoint) in upstreams.iter().enumerate() {
-        let name = breaker_name(endpoint);
+        let name = endpoint.breaker_name();
         if let (BreakerDecision::Reject { retry_in }, _) = breakers.acquire(&name).await {
             passed_over.push(format!(
                 "{}: breaker open for {} s more",
@@ -48,7 +45,15 @@ pub async fn route(
             ));
             continue;
         }
-        match exchange(endpoint, body.clone(), index > 0, contract, max_corrections).await {
+        match exchange(
+            endpoint.as_ref(),
+            body.clone(),
+            index > 0,
+            contract,
+            max_corrections,
+        )
+        .await
+        {
             Ok(this) => {
                 breakers.record(&name, true).await;
                 let this = match spent.take() {

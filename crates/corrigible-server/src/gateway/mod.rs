@@ -8,8 +8,10 @@
 mod check;
 mod correct;
 mod fallback;
+mod local;
 mod record;
 mod stream;
+mod upstream;
 mod wire;
 
 use std::sync::Arc;
@@ -22,7 +24,6 @@ use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use corrigible::ModelError;
 use corrigible::policy::{BreakerPolicy, CircuitBreakers};
-use corrigible_models::ChatEndpoint;
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 
@@ -33,6 +34,7 @@ use crate::errors::{
 use crate::state::AppState;
 use check::Contract;
 use correct::{Outcome, UpstreamError};
+pub use upstream::{ModelUpstream, Upstream};
 use wire::ChatRequest;
 
 /// The smallest body limit of a gateway request: a conversation with its tool schemas
@@ -44,7 +46,7 @@ pub const DEFAULT_MAX_CORRECTIONS: u32 = 2;
 
 /// The gateway's upstreams and bounds.
 pub struct Gateway {
-    upstreams: Vec<ChatEndpoint>,
+    upstreams: Vec<Arc<dyn Upstream>>,
     breakers: CircuitBreakers,
     max_corrections: u32,
     slots: Semaphore,
@@ -56,13 +58,13 @@ impl Gateway {
     /// request, serves at most `max_in_flight` requests at once, and answers 503 to a request
     /// that waited `queue_timeout` for a slot.
     pub fn new(
-        endpoint: ChatEndpoint,
+        endpoint: impl Upstream + 'static,
         max_corrections: u32,
         max_in_flight: usize,
         queue_timeout: Duration,
     ) -> Self {
         Self {
-            upstreams: vec![endpoint],
+            upstreams: vec![Arc::new(endpoint)],
             breakers: CircuitBreakers::default(),
             max_corrections,
             slots: Semaphore::new(max_in_flight.max(1)),
@@ -74,8 +76,8 @@ impl Gateway {
 impl Gateway {
     /// The same gateway with `endpoint` tried after the others when their breakers are open,
     /// their transport fails, or their corrections are spent.
-    pub fn with_fallback(mut self, endpoint: ChatEndpoint) -> Self {
-        self.upstreams.push(endpoint);
+    pub fn with_fallback(mut self, endpoint: impl Upstream + 'static) -> Self {
+        self.upstreams.push(Arc::new(endpoint));
         self
     }
 
@@ -86,8 +88,8 @@ impl Gateway {
         self
     }
 
-    fn primary(&self) -> &ChatEndpoint {
-        &self.upstreams[0]
+    fn primary(&self) -> &dyn Upstream {
+        self.upstreams[0].as_ref()
     }
 }
 
@@ -184,14 +186,8 @@ pub(crate) async fn chat_completions(
         &exchange,
         started.elapsed().as_secs_f64() * 1000.0,
     );
-    if let Err(error) = record::store(
-        state.store().as_ref(),
-        &state.instance_id(),
-        created_at,
-        report,
-    )
-    .await
-    {
+    let (run, end) = record::rows(&state.instance_id(), created_at, report);
+    if let Err(error) = state.runner.store_finished(run, end).await {
         tracing::warn!(run_id = %id, "the gateway request could not be stored: {error}");
     }
     let mut response = match &exchange.outcome {
@@ -252,8 +248,8 @@ pub(crate) async fn chat_completions(
 fn gateway(state: &AppState) -> Result<&Arc<Gateway>, NotFound> {
     state.gateway.as_ref().ok_or_else(|| {
         NotFound::Route(
-            "/v1/chat/completions: the gateway serves only an OpenAI-compatible upstream \
-             (serve --model openai:MODEL [--base-url URL])"
+            "/v1/chat/completions: this server was built without a gateway \
+             (AppState::with_gateway)"
                 .into(),
         )
     })

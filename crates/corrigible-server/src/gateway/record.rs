@@ -10,7 +10,7 @@ use serde_json::Value;
 
 use super::correct::{Exchange, Outcome};
 use super::wire::ReplyMessage;
-use crate::store::{NewRun, RunEnd, RunStore, StoreError, now_ms};
+use crate::store::{NewRun, RunEnd};
 
 /// The run's prompt: the text of the conversation's last user message.
 pub fn prompt(messages: &[Value]) -> String {
@@ -133,25 +133,15 @@ pub fn report(
     }
 }
 
-/// Stores `report` as a finished run owned by `instance`, started at `created_at`.
-pub async fn store(
-    store: &dyn RunStore,
-    instance: &str,
-    created_at: i64,
-    report: RunReport,
-) -> Result<(), StoreError> {
-    store
-        .insert_run(&NewRun {
-            id: report.run_id.clone(),
-            created_at,
-            prompt: report.prompt.clone(),
-            model: report.model.clone(),
-            protocol: "native".into(),
-            owner: instance.to_string(),
-        })
-        .await?;
-    let id = report.run_id.clone();
-    store
-        .end_run(&id, &RunEnd::Finished(Box::new(report)), now_ms())
-        .await
+/// The store's row of a request that started at `created_at` and ended with `report`.
+pub fn rows(instance: &str, created_at: i64, report: RunReport) -> (NewRun, RunEnd) {
+    let run = NewRun {
+        id: report.run_id.clone(),
+        created_at,
+        prompt: report.prompt.clone(),
+        model: report.model.clone(),
+        protocol: "native".into(),
+        owner: instance.to_string(),
+    };
+    (run, RunEnd::Finished(Box::new(report)))
 }

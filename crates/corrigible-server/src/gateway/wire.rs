@@ -4,6 +4,10 @@
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
 
+/// Marks a turn the gateway sent back that a json-protocol model wrote as it is, not as a
+/// text answer; only a [`ModelUpstream`](super::ModelUpstream) reads it.
+pub const RAW_TURN: &str = "x_corrigible_raw";
+
 /// The fields of a `POST /v1/chat/completions` body that the gateway reads; every other field
 /// (`temperature`, `max_tokens`, …) is forwarded to the upstream untouched.
 #[derive(Debug, Clone, Deserialize)]
@@ -73,6 +77,8 @@ pub struct Completion {
     pub finish_reason: Option<String>,
     /// The tokens of this call.
     pub usage: TokenUsage,
+    /// For a model asked under the json protocol: why its reply is no decision at all.
+    pub unreadable: Option<(corrigible::Category, String)>,
 }
 
 /// The assistant message of a completion.
@@ -175,6 +181,7 @@ impl Completion {
             message,
             finish_reason,
             usage,
+            unreadable: None,
         })
     }
 
@@ -186,6 +193,9 @@ impl Completion {
         // An empty string, not null, beside calls: llama-cpp-python's server refuses null.
         let content = self.message.content.clone().unwrap_or_default();
         turn.insert("content".into(), Value::from(content));
+        if self.unreadable.is_some() {
+            turn.insert(RAW_TURN.into(), Value::Bool(true));
+        }
         if !self.message.tool_calls.is_empty() {
             turn.insert(
                 "tool_calls".into(),

@@ -103,6 +103,14 @@ impl Runner {
         *self.instance.write().unwrap_or_else(|p| p.into_inner()) = id.into();
     }
 
+    /// Stores a run that ended before it was stored (a gateway request), through the same
+    /// batching writer as the runs: its start, then its end.
+    pub(crate) async fn store_finished(&self, run: NewRun, end: RunEnd) -> Result<(), String> {
+        let run_id = run.id.clone();
+        self.writer.insert(run).await.map_err(|e| e.to_string())?;
+        self.writer.end(&run_id, end).await
+    }
+
     /// Trace events waiting to be written.
     pub(crate) fn events_queued(&self) -> usize {
         self.writer.queued()
