@@ -15,10 +15,19 @@ use super::wire::{CallOut, ChatRequest, FunctionCall, ReplyMessage};
 /// What the client's request allows, compiled once for every reply of one request.
 pub struct Contract {
     tools: Vec<String>,
+    failed: Vec<FailedCall>,
     validators: HashMap<String, Option<InputValidator>>,
     choice: Choice,
     parallel: bool,
     format: Format,
+}
+
+/// A call of the conversation whose tool message reported an error.
+#[derive(Debug, Clone, PartialEq)]
+struct FailedCall {
+    name: String,
+    arguments: Value,
+    error: String,
 }
 
 /// The request's `tool_choice`.
@@ -157,6 +166,7 @@ impl Contract {
         };
         Ok(Self {
             tools,
+            failed: failed_calls(&request.messages),
             validators,
             choice,
             parallel: request.parallel_tool_calls.unwrap_or(true),
@@ -358,6 +368,19 @@ impl Contract {
                 format!("the arguments of `{}` must be a JSON object", call.name),
             ));
         }
+        if let Some(failed) = self
+            .failed
+            .iter()
+            .find(|f| f.name == call.name && f.arguments == arguments)
+        {
+            return Err((
+                Category::RepeatedFailedAction,
+                format!(
+                    "this exact call of `{}` already failed in this conversation ({}): change its arguments or take another approach",
+                    call.name, failed.error
+                ),
+            ));
+        }
         if let Some(validator) = validator {
             validator.validate(&arguments).map_err(|lines| {
                 (
@@ -412,6 +435,78 @@ fn whole(category: Category, feedback: String) -> Refused {
         feedback,
         calls: Vec::new(),
     }
+}
+
+/// The calls of `messages` whose tool message reports an error, with the start of it.
+fn failed_calls(messages: &[Value]) -> Vec<FailedCall> {
+    let mut calls: HashMap<&str, (String, Value)> = HashMap::new();
+    let mut failed = Vec::new();
+    for message in messages {
+        match message.get("role").and_then(Value::as_str) {
+            Some("assistant") => {
+                for call in message
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    let (Some(id), Some(name)) = (
+                        call.get("id").and_then(Value::as_str),
+                        call.pointer("/function/name").and_then(Value::as_str),
+                    ) else {
+                        continue;
+                    };
+                    let arguments = call
+                        .pointer("/function/arguments")
+                        .and_then(Value::as_str)
+                        .and_then(|a| serde_json::from_str(a).ok())
+                        .unwrap_or(Value::Null);
+                    calls.insert(id, (name.to_string(), arguments));
+                }
+            }
+            Some("tool") => {
+                let content = match message.get("content") {
+                    Some(Value::String(text)) => text.clone(),
+                    Some(other) => other.to_string(),
+                    None => continue,
+                };
+                let id = message.get("tool_call_id").and_then(Value::as_str);
+                if let (true, Some((name, arguments))) =
+                    (reports_error(&content), id.and_then(|id| calls.get(id)))
+                {
+                    failed.push(FailedCall {
+                        name: name.clone(),
+                        arguments: arguments.clone(),
+                        error: content.chars().take(160).collect(),
+                    });
+                }
+            }
+            _ => {}
+        }
+    }
+    failed
+}
+
+/// Whether a tool message reports an error: its text starts with `error`, `an error
+/// occurred`, `exception` or `traceback` (any case), or it is a JSON object with a non-empty
+/// `error`, `"is_error": true` or `"status": "error"`.
+fn reports_error(content: &str) -> bool {
+    let text = content.trim_start().to_lowercase();
+    if ["error", "an error occurred", "exception", "traceback"]
+        .iter()
+        .any(|p| text.starts_with(p))
+    {
+        return true;
+    }
+    let Ok(Value::Object(object)) = serde_json::from_str::<Value>(content) else {
+        return false;
+    };
+    let error = object
+        .get("error")
+        .is_some_and(|e| !matches!(e, Value::Null | Value::Bool(false)) && e != "");
+    error
+        || object.get("is_error") == Some(&Value::Bool(true))
+        || object.get("status").and_then(Value::as_str) == Some("error")
 }
 
 /// The reply text read as JSON: as it is, or repaired when its damage has one reading.
@@ -550,6 +645,63 @@ mod tests {
         assert!(contract.check(&text(r#"{"n": 3}"#)).is_ok());
         assert!(contract.check(&text(r#"{"n": "3"}"#)).is_err());
         assert!(contract.check(&text("three")).is_err());
+    }
+
+    #[test]
+    fn the_same_call_after_its_error_is_refused_and_other_calls_are_not() {
+        let mut body = json!({});
+        body["messages"] = json!([
+            {"role": "user", "content": "weather in Paris?"},
+            {"role": "assistant", "content": "", "tool_calls": [
+                {"id": "a", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Pariss\"}"}},
+                {"id": "b", "type": "function", "function": {"name": "get_weather", "arguments": "{\"city\": \"Rome\"}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "Error: unknown city Pariss"},
+            {"role": "tool", "tool_call_id": "b", "content": "{\"error\": null, \"celsius\": 20}"}
+        ]);
+        let contract = Contract::new(&request(body)).unwrap();
+        let again = contract
+            .check(&call("get_weather", r#"{"city":"Pariss"}"#))
+            .unwrap_err();
+        assert_eq!(again.category, Category::RepeatedFailedAction);
+        assert!(
+            again.feedback.contains("unknown city"),
+            "{}",
+            again.feedback
+        );
+        assert!(
+            contract
+                .check(&call("get_weather", r#"{"city": "Paris"}"#))
+                .is_ok()
+        );
+        assert!(
+            contract
+                .check(&call("get_weather", r#"{"city": "Rome"}"#))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn tool_messages_that_report_errors() {
+        for error in [
+            "Error: boom",
+            "  error - no such file",
+            "An error occurred while running the tool. Please try again. Error: x",
+            "Traceback (most recent call last):",
+            r#"{"error": "not found"}"#,
+            r#"{"is_error": true, "content": "x"}"#,
+            r#"{"status": "error"}"#,
+        ] {
+            assert!(reports_error(error), "{error}");
+        }
+        for fine in [
+            "21 °C and sunny",
+            r#"{"error": null, "ok": 1}"#,
+            r#"{"error": false}"#,
+            r#"{"errors_seen": 3}"#,
+            "No errors were found in the file.",
+        ] {
+            assert!(!reports_error(fine), "{fine}");
+        }
     }
 
     #[test]
