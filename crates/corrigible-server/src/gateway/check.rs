@@ -7,6 +7,7 @@ use std::collections::HashMap;
 
 use corrigible::Category;
 use corrigible::decision::repair::{RepairKind, repair_value};
+use corrigible::evidence::claimed_action::claimed_actions;
 use corrigible::tool::InputValidator;
 use serde_json::Value;
 
@@ -16,6 +17,8 @@ use super::wire::{CallOut, ChatRequest, FunctionCall, ReplyMessage};
 pub struct Contract {
     tools: Vec<String>,
     failed: Vec<FailedCall>,
+    request: String,
+    succeeded: bool,
     validators: HashMap<String, Option<InputValidator>>,
     choice: Choice,
     parallel: bool,
@@ -167,6 +170,11 @@ impl Contract {
         Ok(Self {
             tools,
             failed: failed_calls(&request.messages),
+            request: last_user_text(&request.messages),
+            succeeded: request.messages.iter().any(|m| {
+                m.get("role").and_then(Value::as_str) == Some("tool")
+                    && !reports_error(&text_of(m.get("content")))
+            }),
             validators,
             choice,
             parallel: request.parallel_tool_calls.unwrap_or(true),
@@ -225,6 +233,9 @@ impl Contract {
                 "your reply was empty: answer the request, or call one of the tools".into(),
             ));
         }
+        if let Some(feedback) = self.unsupported_claim(text) {
+            return Err(whole(Category::ClaimedAction, feedback));
+        }
         match &self.format {
             Format::Text => Ok(()),
             Format::JsonObject => match read_json(text, repairs) {
@@ -250,6 +261,31 @@ impl Contract {
                 )),
             },
         }
+    }
+
+    /// Why `text` claims an action (`I have sent`, `has been booked`) when no tool call of the
+    /// conversation succeeded. The client's functions say nothing of which ones act, so any
+    /// tool message that reports no error supports a claim.
+    fn unsupported_claim(&self, text: &str) -> Option<String> {
+        if self.succeeded {
+            return None;
+        }
+        let claim = claimed_actions(text, &self.request).into_iter().next()?;
+        let next = if self.tools.is_empty() {
+            format!(
+                "no tool is available here to {}: say plainly that it cannot be done here, and why",
+                claim.verb
+            )
+        } else {
+            format!(
+                "call the tool that does it, or, if none can {}, say plainly that it was not done",
+                claim.verb
+            )
+        };
+        Some(format!(
+            "your reply says `{}`, but no tool call in this conversation succeeded, so nothing was done; {next}",
+            claim.phrase
+        ))
     }
 
     fn check_calls(
@@ -437,6 +473,30 @@ fn whole(category: Category, feedback: String) -> Refused {
     }
 }
 
+/// The text of a message's `content`: a string, or the text parts of a list.
+fn text_of(content: Option<&Value>) -> String {
+    match content {
+        Some(Value::String(text)) => text.clone(),
+        Some(Value::Array(parts)) => parts
+            .iter()
+            .filter_map(|p| p.get("text").and_then(Value::as_str))
+            .collect::<Vec<_>>()
+            .join("\n"),
+        Some(other) => other.to_string(),
+        None => String::new(),
+    }
+}
+
+/// The text of the conversation's last user message: what a claim is read against.
+fn last_user_text(messages: &[Value]) -> String {
+    messages
+        .iter()
+        .rev()
+        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
+        .map(|m| text_of(m.get("content")))
+        .unwrap_or_default()
+}
+
 /// The calls of `messages` whose tool message reports an error, with the start of it.
 fn failed_calls(messages: &[Value]) -> Vec<FailedCall> {
     let mut calls: HashMap<&str, (String, Value)> = HashMap::new();
@@ -465,11 +525,7 @@ fn failed_calls(messages: &[Value]) -> Vec<FailedCall> {
                 }
             }
             Some("tool") => {
-                let content = match message.get("content") {
-                    Some(Value::String(text)) => text.clone(),
-                    Some(other) => other.to_string(),
-                    None => continue,
-                };
+                let content = text_of(message.get("content"));
                 let id = message.get("tool_call_id").and_then(Value::as_str);
                 if let (true, Some((name, arguments))) =
                     (reports_error(&content), id.and_then(|id| calls.get(id)))
@@ -676,6 +732,35 @@ mod tests {
         assert!(
             contract
                 .check(&call("get_weather", r#"{"city": "Rome"}"#))
+                .is_ok()
+        );
+    }
+
+    #[test]
+    fn a_claimed_action_needs_a_successful_call() {
+        let mut body = json!({});
+        body["messages"] = json!([{"role": "user", "content": "Email Bob the report."}]);
+        let contract = Contract::new(&request(body.clone())).unwrap();
+        let refused = contract
+            .check(&text("I have sent the report to Bob."))
+            .unwrap_err();
+        assert_eq!(refused.category, Category::ClaimedAction);
+        assert!(
+            contract
+                .check(&text("I can't send email from here."))
+                .is_ok()
+        );
+        assert!(contract.check(&text("Here is a draft for Bob.")).is_ok());
+        body["messages"] = json!([
+            {"role": "user", "content": "Email Bob the report."},
+            {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "type": "function",
+                "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+            {"role": "tool", "tool_call_id": "a", "content": "queued"}
+        ]);
+        let contract = Contract::new(&request(body)).unwrap();
+        assert!(
+            contract
+                .check(&text("I have sent the report to Bob."))
                 .is_ok()
         );
     }
