@@ -75,6 +75,24 @@ impl Transport {
         headers: HeaderMap,
         body: &B,
     ) -> Result<Answer, ModelError> {
+        let (response, retries) = self.send(url, headers, body).await?;
+        let name = self.provider.display_name();
+        let body = response.text().await.map_err(|e| {
+            ModelError::Transport(
+                self.redact(&format!("{name}: could not read the response body: {e}")),
+            )
+        })?;
+        Ok(Answer { body, retries })
+    }
+
+    /// POSTs `body` as JSON to `url` like [`post_json`](Self::post_json), and returns the
+    /// successful response as soon as its headers arrive, for its body to be read as a stream.
+    pub async fn send<B: Serialize + ?Sized>(
+        &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &B,
+    ) -> Result<(reqwest::Response, u32), ModelError> {
         let name = self.provider.display_name();
         let mut retries = 0u32;
         loop {
@@ -88,6 +106,9 @@ impl Transport {
             let failure = match sent {
                 Ok(response) => {
                     let status = response.status();
+                    if status.is_success() {
+                        return Ok((response, retries));
+                    }
                     let retry_after = response
                         .headers()
                         .get(reqwest::header::RETRY_AFTER)
@@ -98,12 +119,6 @@ impl Transport {
                             self.redact(&format!("{name}: could not read the response body: {e}")),
                         )
                     })?;
-                    if status.is_success() {
-                        return Ok(Answer {
-                            body: text,
-                            retries,
-                        });
-                    }
                     let message = self.redact(&provider_message(&text));
                     if !is_retryable(status) {
                         return Err(self.status_error(status, &message));

@@ -37,7 +37,7 @@ pub const TOOL_CALLS: &str = "corrigible_tool_calls_total";
 /// Verifications of satisfied answers by outcome: `objected`, `accepted`, `no_report`.
 pub const VERIFICATIONS: &str = "corrigible_verifications_total";
 /// Chat completions answered by the gateway, by outcome: `passed`, `repaired`, `corrected`,
-/// `spent`, `failed`.
+/// `spent`, `streamed`, `failed`.
 pub const GATEWAY_REQUESTS: &str = "corrigible_gateway_requests_total";
 /// Gateway replies sent back to the upstream, by category.
 pub const GATEWAY_CORRECTIONS: &str = "corrigible_gateway_corrections_total";

@@ -24,8 +24,36 @@ struct Script {
     seen: Arc<Mutex<Vec<Value>>>,
 }
 
-async fn complete(State(script): State<Script>, Json(body): Json<Value>) -> Json<Value> {
+async fn complete(
+    State(script): State<Script>,
+    Json(body): Json<Value>,
+) -> axum::response::Response {
+    use axum::response::IntoResponse;
+    let streamed = body["stream"] == true;
     script.seen.lock().unwrap().push(body);
+    if streamed {
+        let message = script
+            .replies
+            .lock()
+            .unwrap()
+            .pop_front()
+            .unwrap_or_default();
+        let text = message["content"].as_str().unwrap_or_default().to_string();
+        let mut events = String::new();
+        for piece in text.split_inclusive(' ') {
+            let chunk = json!({"id": "s", "object": "chat.completion.chunk", "model": "scripted",
+                "choices": [{"index": 0, "delta": {"content": piece}, "finish_reason": null}]});
+            events.push_str(&format!("data: {chunk}\n\n"));
+        }
+        let usage = json!({"id": "s", "object": "chat.completion.chunk", "model": "scripted", "choices": [],
+            "usage": {"prompt_tokens": 4, "completion_tokens": 3, "total_tokens": 7}});
+        events.push_str(&format!("data: {usage}\n\ndata: [DONE]\n\n"));
+        return (
+            [(axum::http::header::CONTENT_TYPE, "text/event-stream")],
+            events,
+        )
+            .into_response();
+    }
     let message = script
         .replies
         .lock()
@@ -43,6 +71,7 @@ async fn complete(State(script): State<Script>, Json(body): Json<Value>) -> Json
         "choices": [{"index": 0, "message": message, "finish_reason": finish}],
         "usage": {"prompt_tokens": 10, "completion_tokens": 5, "total_tokens": 15}
     }))
+    .into_response()
 }
 
 fn call(id: &str, name: &str, arguments: &str) -> Value {
@@ -673,4 +702,47 @@ async fn a_json_protocol_model_answers_through_the_gateway_with_its_decisions_as
         "It is 21 °C in Paris."
     );
     assert_eq!(body["choices"][0]["finish_reason"], "stop");
+}
+
+#[tokio::test]
+async fn a_streamed_plain_text_reply_is_passed_through_and_recorded() {
+    let setup = start(vec![text("Bonjour tout le monde")], None).await;
+    let request = json!({
+        "messages": [{"role": "user", "content": "Say hello in French."}],
+        "stream": true,
+        "stream_options": {"include_usage": true}
+    });
+    let response = setup.post(&request).await;
+    assert_eq!(response.status(), 200);
+    assert_eq!(header(&response, "x-corrigible-outcome"), "streamed");
+    let run_id = header(&response, "x-corrigible-run-id");
+    let body = response.text().await.unwrap();
+    assert_eq!(body.matches("data: ").count(), 6, "{body}");
+    assert!(body.ends_with("data: [DONE]\n\n"));
+    let seen = setup.seen();
+    assert_eq!(seen[0]["stream"], true, "the upstream streams");
+    assert_eq!(seen[0]["stream_options"]["include_usage"], true);
+    assert_eq!(seen[0]["model"], "scripted");
+
+    let mut run = Value::Null;
+    for _ in 0..50 {
+        run = setup
+            .client
+            .get(format!("{}/v1/runs/{run_id}", setup.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap();
+        if run["status"] == "finished" {
+            break;
+        }
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert_eq!(
+        run["report"]["final_summary"], "Bonjour tout le monde",
+        "{run}"
+    );
+    assert_eq!(run["report"]["usage"]["input_tokens"], 4);
 }

@@ -59,8 +59,16 @@ impl ChatEndpoint {
         &self.url
     }
 
-    /// POSTs `body` as it is.
-    pub async fn post(&self, body: &Value) -> Result<EndpointAnswer, ModelError> {
+    /// POSTs `body` as it is and returns the response once its headers arrive, for a
+    /// streamed body (`stream: true`) to be passed on as it comes.
+    pub async fn post_streaming(
+        &self,
+        body: &Value,
+    ) -> Result<(reqwest::Response, u32), ModelError> {
+        self.transport.send(&self.url, self.headers()?, body).await
+    }
+
+    fn headers(&self) -> Result<HeaderMap, ModelError> {
         let mut headers = HeaderMap::new();
         if let Some(key) = self.transport.key() {
             let (name, value) = self
@@ -68,7 +76,15 @@ impl ChatEndpoint {
                 .secret_header("authorization", &format!("Bearer {}", key.expose()))?;
             headers.insert(name, value);
         }
-        let answer = self.transport.post_json(&self.url, headers, body).await?;
+        Ok(headers)
+    }
+
+    /// POSTs `body` as it is.
+    pub async fn post(&self, body: &Value) -> Result<EndpointAnswer, ModelError> {
+        let answer = self
+            .transport
+            .post_json(&self.url, self.headers()?, body)
+            .await?;
         Ok(EndpointAnswer {
             body: answer.body,
             retries: answer.retries,

@@ -182,6 +182,11 @@ impl Contract {
         })
     }
 
+    /// Whether a reply needs no check but not being empty: no tools, no response format.
+    pub fn is_plain(&self) -> bool {
+        self.tools.is_empty() && matches!(self.format, Format::Text)
+    }
+
     /// Checks one reply.
     pub fn check(&self, message: &ReplyMessage) -> Result<Passed, Refused> {
         let mut message = message.clone();

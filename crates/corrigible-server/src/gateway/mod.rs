@@ -9,6 +9,7 @@ mod check;
 mod correct;
 mod fallback;
 mod local;
+mod passthrough;
 mod record;
 mod stream;
 mod upstream;
@@ -49,7 +50,7 @@ pub struct Gateway {
     upstreams: Vec<Arc<dyn Upstream>>,
     breakers: CircuitBreakers,
     max_corrections: u32,
-    slots: Semaphore,
+    slots: Arc<Semaphore>,
     queue_timeout: Duration,
 }
 
@@ -67,7 +68,7 @@ impl Gateway {
             upstreams: vec![Arc::new(endpoint)],
             breakers: CircuitBreakers::default(),
             max_corrections,
-            slots: Semaphore::new(max_in_flight.max(1)),
+            slots: Arc::new(Semaphore::new(max_in_flight.max(1))),
             queue_timeout,
         }
     }
@@ -128,7 +129,7 @@ pub(crate) async fn chat_completions(
         return Err(BadRequest::new("messages", "must not be empty").into());
     }
     let contract = Contract::new(&request).map_err(|e| BadRequest::new(e.field, e.message))?;
-    let _slot = tokio::time::timeout(gateway.queue_timeout, gateway.slots.acquire())
+    let slot = tokio::time::timeout(gateway.queue_timeout, gateway.slots.clone().acquire_owned())
         .await
         .ok()
         .and_then(Result::ok)
@@ -139,6 +140,12 @@ pub(crate) async fn chat_completions(
     let created_at = crate::store::now_ms();
     let started = std::time::Instant::now();
     let prompt = record::prompt(&request.messages);
+    if request.stream == Some(true)
+        && contract.is_plain()
+        && let Some(server) = gateway.primary().server()
+    {
+        return stream_through(&state, server, body, id, created_at, prompt, slot).await;
+    }
     let routed = match fallback::route(
         &gateway.upstreams,
         &gateway.breakers,
@@ -233,6 +240,71 @@ pub(crate) async fn chat_completions(
         ),
         ("x-corrigible-upstream", model),
         ("x-corrigible-fallbacks", routed.passed_over.join("; ")),
+        ("x-corrigible-run-id", id),
+    ];
+    for (name, value) in marks {
+        if let Ok(value) = HeaderValue::from_str(&value) {
+            response
+                .headers_mut()
+                .insert(HeaderName::from_static(name), value);
+        }
+    }
+    Ok(response)
+}
+
+/// Passes a streamed plain-text reply on as it comes (see [`passthrough`]), holding the
+/// request's slot until the stream ends, and stores the run once the upstream has finished.
+async fn stream_through(
+    state: &AppState,
+    server: &corrigible_models::ChatEndpoint,
+    mut body: Map<String, Value>,
+    id: String,
+    created_at: i64,
+    prompt: String,
+    slot: tokio::sync::OwnedSemaphorePermit,
+) -> Result<Response, ApiError> {
+    let model = body
+        .get("model")
+        .and_then(Value::as_str)
+        .filter(|m| !m.trim().is_empty())
+        .unwrap_or(server.model())
+        .to_string();
+    body.insert("model".into(), Value::from(model.as_str()));
+    let started = std::time::Instant::now();
+    let recorder = state.clone();
+    let run_id = id.clone();
+    let name = format!("openai:{model}");
+    let done = move |tap: passthrough::Tap, retries: u32| {
+        drop(slot);
+        let exchange = tap.exchange(&name, started, retries);
+        let elapsed = started.elapsed().as_secs_f64() * 1000.0;
+        let report = record::report(&run_id, prompt, &name, &exchange, elapsed);
+        let (run, end) = record::rows(&recorder.instance_id(), created_at, report);
+        tokio::spawn(async move {
+            if let Err(error) = recorder.runner.store_finished(run, end).await {
+                tracing::warn!(run_id, "the gateway request could not be stored: {error}");
+            }
+        });
+    };
+    let stream = match passthrough::open(server, body, done).await {
+        Ok(stream) => stream,
+        Err(error) => {
+            state.metrics.gateway_request("failed", &[], &[]);
+            return Err(upstream_failure(error, &id).into());
+        }
+    };
+    state.metrics.gateway_request("streamed", &[], &[]);
+    let mut response = (
+        [
+            (header::CONTENT_TYPE, "text/event-stream"),
+            (header::CACHE_CONTROL, "no-cache"),
+        ],
+        stream,
+    )
+        .into_response();
+    let marks = [
+        ("x-corrigible-outcome", "streamed".to_string()),
+        ("x-corrigible-upstream", model),
         ("x-corrigible-run-id", id),
     ];
     for (name, value) in marks {

@@ -32,6 +32,12 @@ pub trait Upstream: Send + Sync {
 
     /// Answers `body`, a Chat Completions request with `stream` off.
     async fn complete(&self, body: &Map<String, Value>) -> Result<Answered, UpstreamError>;
+
+    /// The OpenAI-compatible server behind it, when there is one: a reply that needs no check
+    /// can be streamed from it as it comes.
+    fn server(&self) -> Option<&ChatEndpoint> {
+        None
+    }
 }
 
 #[async_trait]
@@ -42,6 +48,10 @@ impl Upstream for ChatEndpoint {
 
     fn breaker_name(&self) -> String {
         format!("upstream {} at {}", ChatEndpoint::model(self), self.url())
+    }
+
+    fn server(&self) -> Option<&ChatEndpoint> {
+        Some(self)
     }
 
     async fn complete(&self, body: &Map<String, Value>) -> Result<Answered, UpstreamError> {
