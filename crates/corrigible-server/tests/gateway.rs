@@ -610,7 +610,7 @@ async fn a_fallback_answers_when_the_upstream_spends_its_corrections_or_is_down(
     let setup = serve(gateway, primary.clone(), None).await;
     let response = setup.post(&weather_request()).await;
     assert_eq!(response.status(), 200);
-    assert_eq!(header(&response, "x-corrigible-upstream"), "backup");
+    assert_eq!(header(&response, "x-corrigible-upstream"), "openai:backup");
     assert_eq!(
         header(&response, "x-corrigible-fallbacks"),
         "primary: corrections spent"
@@ -651,7 +651,7 @@ async fn a_fallback_answers_when_the_upstream_spends_its_corrections_or_is_down(
     let setup = serve(gateway, backup, None).await;
     let response = setup.post(&weather_request()).await;
     assert_eq!(response.status(), 200);
-    assert_eq!(header(&response, "x-corrigible-upstream"), "backup");
+    assert_eq!(header(&response, "x-corrigible-upstream"), "openai:backup");
     let passed_over = header(&response, "x-corrigible-fallbacks");
     assert!(
         passed_over.starts_with("dead: transport error"),

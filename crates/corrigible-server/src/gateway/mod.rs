@@ -180,16 +180,15 @@ pub(crate) async fn chat_completions(
     state
         .metrics
         .gateway_request(outcome, &corrections, &repairs);
-    let answering = &gateway.upstreams[routed.upstream];
-    let model = request
+    let requested = request
         .model
-        .clone()
-        .filter(|m| !m.trim().is_empty() && routed.upstream == 0)
-        .unwrap_or_else(|| answering.model().to_string());
+        .as_deref()
+        .filter(|m| !m.trim().is_empty() && routed.upstream == 0);
+    let model = gateway.upstreams[routed.upstream].answering(requested);
     let report = record::report(
         &id,
         prompt,
-        &format!("openai:{model}"),
+        &model,
         &exchange,
         started.elapsed().as_secs_f64() * 1000.0,
     );
@@ -304,7 +303,7 @@ async fn stream_through(
         .into_response();
     let marks = [
         ("x-corrigible-outcome", "streamed".to_string()),
-        ("x-corrigible-upstream", model),
+        ("x-corrigible-upstream", format!("openai:{model}")),
         ("x-corrigible-run-id", id),
     ];
     for (name, value) in marks {

@@ -30,6 +30,9 @@ pub trait Upstream: Send + Sync {
     /// The name of its circuit breaker: unique per upstream.
     fn breaker_name(&self) -> String;
 
+    /// The model that answers a request naming `requested`, as the run record names it.
+    fn answering(&self, requested: Option<&str>) -> String;
+
     /// Answers `body`, a Chat Completions request with `stream` off.
     async fn complete(&self, body: &Map<String, Value>) -> Result<Answered, UpstreamError>;
 
@@ -48,6 +51,10 @@ impl Upstream for ChatEndpoint {
 
     fn breaker_name(&self) -> String {
         format!("upstream {} at {}", ChatEndpoint::model(self), self.url())
+    }
+
+    fn answering(&self, requested: Option<&str>) -> String {
+        format!("openai:{}", requested.unwrap_or(ChatEndpoint::model(self)))
     }
 
     fn server(&self) -> Option<&ChatEndpoint> {
@@ -87,6 +94,10 @@ impl Upstream for ModelUpstream {
 
     fn breaker_name(&self) -> String {
         format!("upstream {}", self.name)
+    }
+
+    fn answering(&self, _requested: Option<&str>) -> String {
+        self.name.clone()
     }
 
     async fn complete(&self, body: &Map<String, Value>) -> Result<Answered, UpstreamError> {
