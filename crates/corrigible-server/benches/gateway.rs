@@ -12,6 +12,10 @@
 //! is its percentile minus the baseline's. `cargo bench -p corrigible-server --bench gateway`;
 //! without `--bench` (as under `cargo test --benches`) it runs a 20-request smoke test.
 
+mod measure;
+
+use measure::{env, ms, percentile};
+
 use std::process::{Child, Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -28,25 +32,6 @@ const KEY: &str = "sk-bench-5b1f0c2e9a7d4e38";
 
 const REPLAY: &str = r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"unused\"}"}
 "#;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 async fn upstream_reply() -> Json<Value> {
     Json(json!({

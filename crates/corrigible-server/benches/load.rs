@@ -14,6 +14,10 @@
 //! 20-run smoke test. With `LOAD_LOG=1` the servers log as `corrigible serve` does by
 //! default (a line per request on stderr; redirect it).
 
+mod measure;
+
+use measure::{env, ms, percentile};
+
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
@@ -33,25 +37,6 @@ use tokio::task::JoinHandle;
 const REPLAY: &str = r#"{"text": "{\"state\":\"action\",\"reason\":\"compute\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "usage": {"input_tokens": 300, "output_tokens": 30}}
 {"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"14\"}", "usage": {"input_tokens": 340, "output_tokens": 12}}
 "#;
-
-fn env(name: &str, default: usize) -> usize {
-    std::env::var(name)
-        .ok()
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(default)
-}
-
-fn percentile(sorted: &[Duration], p: f64) -> Duration {
-    if sorted.is_empty() {
-        return Duration::ZERO;
-    }
-    let rank = ((p / 100.0) * sorted.len() as f64).ceil() as usize;
-    sorted[rank.clamp(1, sorted.len()) - 1]
-}
-
-fn ms(d: Duration) -> f64 {
-    d.as_secs_f64() * 1000.0
-}
 
 fn main() {
     let full = std::env::args().any(|a| a == "--bench");

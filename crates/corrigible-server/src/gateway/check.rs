@@ -11,7 +11,7 @@ use corrigible::evidence::claimed_action::claimed_actions;
 use corrigible::tool::InputValidator;
 use serde_json::Value;
 
-use super::wire::{CallOut, ChatRequest, FunctionCall, ReplyMessage};
+use super::wire::{CallOut, ChatRequest, FunctionCall, ReplyMessage, last_user_text, text_of};
 
 /// What the client's request allows, compiled once for every reply of one request.
 pub struct Contract {
@@ -476,30 +476,6 @@ fn whole(category: Category, feedback: String) -> Refused {
         feedback,
         calls: Vec::new(),
     }
-}
-
-/// The text of a message's `content`: a string, or the text parts of a list.
-fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        Some(other) => other.to_string(),
-        None => String::new(),
-    }
-}
-
-/// The text of the conversation's last user message: what a claim is read against.
-fn last_user_text(messages: &[Value]) -> String {
-    messages
-        .iter()
-        .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .map(|m| text_of(m.get("content")))
-        .unwrap_or_default()
 }
 
 /// The calls of `messages` whose tool message reports an error, with the start of it.

@@ -12,19 +12,7 @@ use corrigible::{
 use serde_json::{Map, Value, json};
 
 use super::correct::UpstreamError;
-use super::wire::{Completion, NotACompletion, RAW_TURN};
-
-fn text_of(content: Option<&Value>) -> String {
-    match content {
-        Some(Value::String(text)) => text.clone(),
-        Some(Value::Array(parts)) => parts
-            .iter()
-            .filter_map(|p| p.get("text").and_then(Value::as_str))
-            .collect::<Vec<_>>()
-            .join("\n"),
-        _ => String::new(),
-    }
-}
+use super::wire::{Completion, NotACompletion, RAW_TURN, text_of};
 
 /// The client's functions as tool specs.
 fn tools(body: &Map<String, Value>) -> Vec<ToolSpec> {

@@ -123,8 +123,8 @@ pub(crate) async fn chat_completions(
     let bytes = read_limited(&headers, body, limit, state.body_read_timeout).await?;
     let body: Map<String, Value> = serde_json::from_slice(&bytes)
         .map_err(|e| BadRequest::new("body", format!("not a JSON object: {e}")))?;
-    let request: ChatRequest = serde_json::from_value(Value::Object(body.clone()))
-        .map_err(|e| BadRequest::new("body", e.to_string()))?;
+    let request: ChatRequest =
+        serde_json::from_slice(&bytes).map_err(|e| BadRequest::new("body", e.to_string()))?;
     if request.messages.is_empty() {
         return Err(BadRequest::new("messages", "must not be empty").into());
     }
@@ -139,7 +139,7 @@ pub(crate) async fn chat_completions(
     let id = uuid::Uuid::now_v7().to_string();
     let created_at = crate::store::now_ms();
     let started = std::time::Instant::now();
-    let prompt = record::prompt(&request.messages);
+    let prompt = wire::last_user_text(&request.messages);
     if request.stream == Some(true)
         && contract.is_plain()
         && let Some(server) = gateway.primary().server()
@@ -241,13 +241,7 @@ pub(crate) async fn chat_completions(
         ("x-corrigible-fallbacks", routed.passed_over.join("; ")),
         ("x-corrigible-run-id", id),
     ];
-    for (name, value) in marks {
-        if let Ok(value) = HeaderValue::from_str(&value) {
-            response
-                .headers_mut()
-                .insert(HeaderName::from_static(name), value);
-        }
-    }
+    mark(&mut response, marks);
     Ok(response)
 }
 
@@ -306,6 +300,12 @@ async fn stream_through(
         ("x-corrigible-upstream", format!("openai:{model}")),
         ("x-corrigible-run-id", id),
     ];
+    mark(&mut response, marks);
+    Ok(response)
+}
+
+/// Sets each `x-corrigible-*` header of `marks` whose value a header can carry.
+fn mark<const N: usize>(response: &mut Response, marks: [(&'static str, String); N]) {
     for (name, value) in marks {
         if let Ok(value) = HeaderValue::from_str(&value) {
             response
@@ -313,7 +313,6 @@ async fn stream_through(
                 .insert(HeaderName::from_static(name), value);
         }
     }
-    Ok(response)
 }
 
 fn gateway(state: &AppState) -> Result<&Arc<Gateway>, NotFound> {

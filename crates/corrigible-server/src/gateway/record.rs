@@ -1,35 +1,14 @@
 //! A gateway request as a run in the store: its upstream calls, the replies sent back and the
 //! local repairs, so it shows on the dashboard and in `GET /v1/runs` beside the agent's runs.
 
+use super::correct::{Exchange, Outcome};
+use super::wire::ReplyMessage;
+use crate::store::{NewRun, RunEnd};
 use corrigible::decision::repair::RepairKind;
 use corrigible::trace::{
     CorrectionRecord, ModelCallRecord, RepairRecord, RunReport, StopReason, UsageTotals,
 };
 use corrigible::{Protocol, Stage};
-use serde_json::Value;
-
-use super::correct::{Exchange, Outcome};
-use super::wire::ReplyMessage;
-use crate::store::{NewRun, RunEnd};
-
-/// The run's prompt: the text of the conversation's last user message.
-pub fn prompt(messages: &[Value]) -> String {
-    messages
-        .iter()
-        .rev()
-        .find(|m| m.get("role").and_then(Value::as_str) == Some("user"))
-        .and_then(|m| m.get("content"))
-        .map(|content| match content {
-            Value::String(text) => text.clone(),
-            Value::Array(parts) => parts
-                .iter()
-                .filter_map(|p| p.get("text").and_then(Value::as_str))
-                .collect::<Vec<_>>()
-                .join(" "),
-            other => other.to_string(),
-        })
-        .unwrap_or_default()
-}
 
 /// What the client got, in a line: the text, or the calls.
 fn summary(message: &ReplyMessage) -> String {
