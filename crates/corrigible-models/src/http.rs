@@ -18,9 +18,12 @@ pub(crate) struct Answer {
     pub retries: u32,
 }
 
-/// The HTTP side of one provider: a client, its retry policy and the key to keep secret.
+/// The HTTP side of one provider: its clients, its retry policy and the key to keep secret.
 pub(crate) struct Transport {
     client: reqwest::Client,
+    /// For a streamed body: no bound on the whole response, which may outlast the request
+    /// timeout while tokens keep coming, but each read waits at most the request timeout.
+    stream_client: reqwest::Client,
     policy: RetryPolicy,
     provider: Provider,
     key: Option<ApiKey>,
@@ -33,8 +36,14 @@ impl Transport {
             .timeout(options.timeouts.request)
             .build()
             .map_err(|e| ModelsError::Client(e.to_string()))?;
+        let stream_client = reqwest::Client::builder()
+            .connect_timeout(options.timeouts.connect)
+            .read_timeout(options.timeouts.request)
+            .build()
+            .map_err(|e| ModelsError::Client(e.to_string()))?;
         Ok(Self {
             client,
+            stream_client,
             policy: options.retry,
             provider,
             key: options.api_key.clone(),
@@ -75,7 +84,7 @@ impl Transport {
         headers: HeaderMap,
         body: &B,
     ) -> Result<Answer, ModelError> {
-        let (response, retries) = self.send(url, headers, body).await?;
+        let (response, retries) = self.send(&self.client, url, headers, body).await?;
         let name = self.provider.display_name();
         let body = response.text().await.map_err(|e| {
             ModelError::Transport(
@@ -86,9 +95,20 @@ impl Transport {
     }
 
     /// POSTs `body` as JSON to `url` like [`post_json`](Self::post_json), and returns the
-    /// successful response as soon as its headers arrive, for its body to be read as a stream.
-    pub async fn send<B: Serialize + ?Sized>(
+    /// successful response as soon as its headers arrive, for its body to be read as a stream:
+    /// the whole response is unbounded, each read bounded by the request timeout.
+    pub async fn send_streaming<B: Serialize + ?Sized>(
         &self,
+        url: &str,
+        headers: HeaderMap,
+        body: &B,
+    ) -> Result<(reqwest::Response, u32), ModelError> {
+        self.send(&self.stream_client, url, headers, body).await
+    }
+
+    async fn send<B: Serialize + ?Sized>(
+        &self,
+        client: &reqwest::Client,
         url: &str,
         headers: HeaderMap,
         body: &B,
@@ -96,8 +116,7 @@ impl Transport {
         let name = self.provider.display_name();
         let mut retries = 0u32;
         loop {
-            let sent = self
-                .client
+            let sent = client
                 .post(url)
                 .headers(headers.clone())
                 .json(body)

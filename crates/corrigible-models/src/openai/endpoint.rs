@@ -60,12 +60,15 @@ impl ChatEndpoint {
     }
 
     /// POSTs `body` as it is and returns the response once its headers arrive, for a
-    /// streamed body (`stream: true`) to be passed on as it comes.
+    /// streamed body (`stream: true`) to be passed on as it comes: the stream may outlast the
+    /// request timeout, but no wait for its next bytes may.
     pub async fn post_streaming(
         &self,
         body: &Value,
     ) -> Result<(reqwest::Response, u32), ModelError> {
-        self.transport.send(&self.url, self.headers()?, body).await
+        self.transport
+            .send_streaming(&self.url, self.headers()?, body)
+            .await
     }
 
     fn headers(&self) -> Result<HeaderMap, ModelError> {

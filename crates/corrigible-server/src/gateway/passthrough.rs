@@ -92,7 +92,9 @@ pub async fn open(
     body: Map<String, Value>,
     done: impl FnOnce(Tap, u32) + Send + 'static,
 ) -> Result<Body, UpstreamError> {
-    let (response, retries) = endpoint.post_streaming(&Value::Object(body)).await?;
+    let (response, retries) = endpoint
+        .post_streaming(&super::wire::for_upstream(&body))
+        .await?;
     let upstream = Box::pin(response.bytes_stream());
     let state = (upstream, Tap::default(), Some(done));
     let stream =

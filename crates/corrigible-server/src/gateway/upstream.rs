@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::correct::UpstreamError;
 use super::local;
-use super::wire::Completion;
+use super::wire::{self, Completion};
 
 /// A completion and the transport retries it took.
 pub struct Answered {
@@ -62,7 +62,7 @@ impl Upstream for ChatEndpoint {
     }
 
     async fn complete(&self, body: &Map<String, Value>) -> Result<Answered, UpstreamError> {
-        let answer = self.post(&Value::Object(body.clone())).await?;
+        let answer = self.post(&wire::for_upstream(body)).await?;
         Ok(Answered {
             completion: Completion::parse(answer.body.as_bytes())?,
             retries: answer.retries,

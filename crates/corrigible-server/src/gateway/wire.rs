@@ -1,5 +1,6 @@
 //! The parts of the OpenAI Chat Completions wire format the gateway reads and writes. The
-//! client's request is forwarded as sent; these views only read what the checks need.
+//! client's request is forwarded as sent (but for [`for_upstream`]); these views only read
+//! what the checks need.
 
 use serde::{Deserialize, Serialize};
 use serde_json::{Map, Value};
@@ -263,6 +264,35 @@ pub fn last_user_text(messages: &[Value]) -> String {
         .unwrap_or_default()
 }
 
+/// The body as the upstream is sent it: the client's, but for two spellings the API reads the
+/// same that llama-cpp-python's server refuses and the OpenAI SDKs write: an assistant
+/// message's `"content": null` is left out, and a content list of text parts alone, outside a
+/// user message, becomes the parts' text.
+pub fn for_upstream(body: &Map<String, Value>) -> Value {
+    let mut body = body.clone();
+    if let Some(Value::Array(messages)) = body.get_mut("messages") {
+        for message in messages.iter_mut().filter_map(Value::as_object_mut) {
+            let role = message.get("role").and_then(Value::as_str).unwrap_or("");
+            match message.get("content") {
+                Some(Value::Null) if role == "assistant" => {
+                    message.remove("content");
+                }
+                Some(Value::Array(parts)) if role != "user" && parts.iter().all(is_text_part) => {
+                    let text = text_of(message.get("content"));
+                    message.insert("content".into(), Value::String(text));
+                }
+                _ => {}
+            }
+        }
+    }
+    Value::Object(body)
+}
+
+fn is_text_part(part: &Value) -> bool {
+    part.get("type").and_then(Value::as_str) == Some("text")
+        && part.get("text").is_some_and(Value::is_string)
+}
+
 #[cfg(test)]
 mod tests {
     use serde_json::json;
@@ -289,6 +319,25 @@ mod tests {
         assert_eq!(answer["choices"][0]["finish_reason"], "tool_calls");
         assert_eq!(answer["choices"][0]["message"]["reasoning_content"], "hm");
         assert_eq!(answer["choices"][0]["message"]["role"], "assistant");
+    }
+
+    #[test]
+    fn the_upstream_is_sent_no_null_assistant_content() {
+        let body = json!({"model": "m", "messages": [
+            {"role": "user", "content": "hi"},
+            {"role": "assistant", "content": null, "tool_calls": []},
+            {"role": "tool", "tool_call_id": "a", "content": [{"type": "text", "text": "4"}]},
+            {"role": "user", "content": [{"type": "text", "text": "and?"}]},
+            {"role": "tool", "tool_call_id": "b", "content": [{"type": "image_url", "image_url": {}}]}
+        ]});
+        let Value::Object(body) = body else { panic!() };
+        let sent = for_upstream(&body);
+        assert!(sent["messages"][1].get("content").is_none());
+        assert_eq!(sent["messages"][0]["content"], "hi");
+        assert_eq!(sent["messages"][2]["content"], "4");
+        assert!(sent["messages"][3]["content"].is_array());
+        assert!(sent["messages"][4]["content"].is_array());
+        assert_eq!(sent["model"], "m");
     }
 
     #[test]
