@@ -401,7 +401,20 @@ async fn through_the_gateway(upstream: &str) {
         "messages": [{"role": "user", "content": "Say hello in French."}],
         "max_tokens": 64,
     });
-    for body in [forced, plain] {
+    // A tool round as the OpenAI SDKs write it: `content: null` beside the calls, the result
+    // as a list of text parts. llama-cpp-python's server refuses both spellings as they are.
+    let after_a_call = json!({
+        "messages": [
+            {"role": "user", "content": "What is 1234 * 5678?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "call_1",
+                "type": "function", "function": {"name": "calculator",
+                "arguments": "{\"expression\": \"1234 * 5678\"}"}}]},
+            {"role": "tool", "tool_call_id": "call_1",
+                "content": [{"type": "text", "text": "7006652"}]}
+        ],
+        "max_tokens": 64,
+    });
+    for body in [forced, plain, after_a_call] {
         let response = client
             .post(&url)
             .json(&body)

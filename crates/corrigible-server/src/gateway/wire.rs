@@ -266,8 +266,8 @@ pub fn last_user_text(messages: &[Value]) -> String {
 
 /// The body as the upstream is sent it: the client's, but for two spellings the API reads the
 /// same that llama-cpp-python's server refuses and the OpenAI SDKs write: an assistant
-/// message's `"content": null` is left out, and a content list of text parts alone, outside a
-/// user message, becomes the parts' text.
+/// message's `"content": null` becomes `""` (left out, a chat template that reads it fails),
+/// and a content list of text parts alone, outside a user message, becomes the parts' text.
 pub fn for_upstream(body: &Map<String, Value>) -> Value {
     let mut body = body.clone();
     if let Some(Value::Array(messages)) = body.get_mut("messages") {
@@ -275,7 +275,7 @@ pub fn for_upstream(body: &Map<String, Value>) -> Value {
             let role = message.get("role").and_then(Value::as_str).unwrap_or("");
             match message.get("content") {
                 Some(Value::Null) if role == "assistant" => {
-                    message.remove("content");
+                    message.insert("content".into(), Value::from(""));
                 }
                 Some(Value::Array(parts)) if role != "user" && parts.iter().all(is_text_part) => {
                     let text = text_of(message.get("content"));
@@ -332,7 +332,7 @@ mod tests {
         ]});
         let Value::Object(body) = body else { panic!() };
         let sent = for_upstream(&body);
-        assert!(sent["messages"][1].get("content").is_none());
+        assert_eq!(sent["messages"][1]["content"], "");
         assert_eq!(sent["messages"][0]["content"], "hi");
         assert_eq!(sent["messages"][2]["content"], "4");
         assert!(sent["messages"][3]["content"].is_array());
