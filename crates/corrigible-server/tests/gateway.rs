@@ -283,6 +283,41 @@ async fn a_good_reply_passes_untouched_and_one_reading_is_repaired_locally() {
 }
 
 #[tokio::test]
+async fn a_made_up_result_and_parroted_feedback_are_sent_back_after_a_tool_round() {
+    let setup = start(
+        vec![
+            text("<tool_response>{\"temp\": 30}</tool_response> It is 30 °C in Paris."),
+            text("Call a tool through the tool-calling interface, or answer in plain words."),
+            text("It is 21 °C and sunny in Paris."),
+        ],
+        None,
+    )
+    .await;
+    let mut request = weather_request();
+    request["messages"] = json!([
+        {"role": "user", "content": "What is the weather in Paris?"},
+        {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+            "function": {"name": "get_weather", "arguments": "{\"city\": \"Paris\"}"}}]},
+        {"role": "tool", "tool_call_id": "c1",
+            "content": [{"type": "text", "text": "21 °C and sunny in Paris"}]}
+    ]);
+    let response = setup.post(&request).await;
+    assert_eq!(header(&response, "x-corrigible-outcome"), "corrected");
+    assert_eq!(header(&response, "x-corrigible-corrections"), "echo,echo");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(
+        body["choices"][0]["message"]["content"],
+        "It is 21 °C and sunny in Paris."
+    );
+    let seen = setup.seen();
+    assert_eq!(seen.len(), 3);
+    assert_eq!(seen[0]["messages"][1]["content"], "", "no null content goes upstream");
+    assert_eq!(seen[0]["messages"][2]["content"], "21 °C and sunny in Paris");
+    let feedback = seen[1]["messages"][4]["content"].as_str().unwrap_or_default();
+    assert!(feedback.contains("<tool_response>"), "{feedback}");
+}
+
+#[tokio::test]
 async fn spent_corrections_answer_502_and_never_pass_an_invalid_call() {
     let setup = start(
         vec![

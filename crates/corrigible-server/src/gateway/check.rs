@@ -1,13 +1,16 @@
 //! What the gateway checks in a reply before the client sees it, against the client's own
 //! request: the calls name declared functions with arguments valid for their schemas,
 //! `tool_choice` and `parallel_tool_calls` are obeyed, `response_format` is met, the reply is
-//! not empty, and a call written as text is read as a call.
+//! not empty, a call written as text is read as a call, and a text reply neither claims an
+//! action no tool call did, nor writes the template markup of calls and results, nor repeats
+//! the feedback the gateway sent.
 
 use std::collections::HashMap;
 
 use corrigible::Category;
 use corrigible::decision::repair::{RepairKind, repair_value};
 use corrigible::evidence::claimed_action::claimed_actions;
+use corrigible::evidence::echo::{echo_in, markup_in, without_quotes};
 use corrigible::tool::InputValidator;
 use serde_json::Value;
 
@@ -18,6 +21,8 @@ pub struct Contract {
     tools: Vec<String>,
     failed: Vec<FailedCall>,
     request: String,
+    /// Every text of the client's messages: words they hold are the client's, never our echo.
+    theirs: String,
     succeeded: bool,
     validators: HashMap<String, Option<InputValidator>>,
     choice: Choice,
@@ -171,6 +176,12 @@ impl Contract {
             tools,
             failed: failed_calls(&request.messages),
             request: last_user_text(&request.messages),
+            theirs: request
+                .messages
+                .iter()
+                .map(|m| text_of(m.get("content")))
+                .collect::<Vec<_>>()
+                .join("\n"),
             succeeded: request.messages.iter().any(|m| {
                 m.get("role").and_then(Value::as_str) == Some("tool")
                     && !reports_error(&text_of(m.get("content")))
@@ -187,8 +198,8 @@ impl Contract {
         self.tools.is_empty() && matches!(self.format, Format::Text)
     }
 
-    /// Checks one reply.
-    pub fn check(&self, message: &ReplyMessage) -> Result<Passed, Refused> {
+    /// Checks one reply; `sent` is the feedback this request has already sent the upstream.
+    pub fn check(&self, message: &ReplyMessage, sent: &[String]) -> Result<Passed, Refused> {
         let mut message = message.clone();
         let mut repairs = Vec::new();
         if message.tool_calls.is_empty()
@@ -199,7 +210,7 @@ impl Contract {
             repairs.push(RepairKind::TextToolCall);
         }
         if message.tool_calls.is_empty() {
-            self.check_text(&message, &mut repairs)?;
+            self.check_text(&message, sent, &mut repairs)?;
         } else {
             self.check_calls(&mut message, &mut repairs)?;
         }
@@ -209,6 +220,7 @@ impl Contract {
     fn check_text(
         &self,
         message: &ReplyMessage,
+        sent: &[String],
         repairs: &mut Vec<RepairKind>,
     ) -> Result<(), Refused> {
         let text = message.content.as_deref().unwrap_or("");
@@ -236,6 +248,27 @@ impl Contract {
             return Err(whole(
                 Category::EmptyResponse,
                 "your reply was empty: answer the request, or call one of the tools".into(),
+            ));
+        }
+        if let Some(tag) = markup_in(text, &self.theirs) {
+            return Err(whole(
+                Category::Echo,
+                format!(
+                    "your reply writes `{tag}`, the markup that carries tool calls and their results, \
+                     so it makes up a call or a result: call a tool through the tool-calling \
+                     interface, or answer in plain words"
+                ),
+            ));
+        }
+        let ours: Vec<String> = sent.iter().map(|f| without_quotes(f)).collect();
+        let ours: Vec<&str> = ours.iter().map(String::as_str).collect();
+        if let Some(words) = echo_in(text, &ours, &[&self.theirs]) {
+            return Err(whole(
+                Category::Echo,
+                format!(
+                    "your reply repeats the feedback you were sent (`{words}`) instead of \
+                     answering: answer the request in your own words, or call one of the tools"
+                ),
             ));
         }
         if let Some(feedback) = self.unsupported_claim(text) {
@@ -602,24 +635,24 @@ mod tests {
     fn a_valid_call_and_a_plain_answer_pass_untouched() {
         let contract = Contract::new(&request(json!({}))).unwrap();
         let ok = call("get_weather", r#"{"city": "Paris"}"#);
-        assert_eq!(contract.check(&ok).unwrap().message, ok);
-        assert!(contract.check(&ok).unwrap().repairs.is_empty());
+        assert_eq!(contract.check(&ok, &[]).unwrap().message, ok);
+        assert!(contract.check(&ok, &[]).unwrap().repairs.is_empty());
         let answer = text("It is sunny.");
-        assert_eq!(contract.check(&answer).unwrap().message, answer);
+        assert_eq!(contract.check(&answer, &[]).unwrap().message, answer);
     }
 
     #[test]
     fn unknown_functions_broken_and_invalid_arguments_are_refused() {
         let contract = Contract::new(&request(json!({}))).unwrap();
-        let unknown = contract.check(&call("get_wether", "{}")).unwrap_err();
+        let unknown = contract.check(&call("get_wether", "{}"), &[]).unwrap_err();
         assert_eq!(unknown.category, Category::UnknownTool);
         assert!(unknown.feedback.contains("`get_weather`"));
         let broken = contract
-            .check(&call("get_weather", r#"{"city": "#))
+            .check(&call("get_weather", r#"{"city": "#), &[])
             .unwrap_err();
         assert_eq!(broken.category, Category::InvalidJson);
         let invalid = contract
-            .check(&call("get_weather", r#"{"town": "Paris"}"#))
+            .check(&call("get_weather", r#"{"town": "Paris"}"#), &[])
             .unwrap_err();
         assert_eq!(invalid.category, Category::InvalidToolInput);
         assert!(
@@ -635,7 +668,7 @@ mod tests {
     fn damage_with_one_reading_is_repaired_locally() {
         let contract = Contract::new(&request(json!({}))).unwrap();
         let passed = contract
-            .check(&call("get_weather", r#"{"city": "Paris",}"#))
+            .check(&call("get_weather", r#"{"city": "Paris",}"#), &[])
             .unwrap();
         assert_eq!(
             passed.message.tool_calls[0].function.arguments,
@@ -647,10 +680,10 @@ mod tests {
     #[test]
     fn tool_choice_and_parallel_calls_are_obeyed() {
         let required = Contract::new(&request(json!({"tool_choice": "required"}))).unwrap();
-        assert!(required.check(&text("sunny")).is_err());
+        assert!(required.check(&text("sunny"), &[]).is_err());
         let none = Contract::new(&request(json!({"tool_choice": "none"}))).unwrap();
         assert!(
-            none.check(&call("get_weather", r#"{"city": "Paris"}"#))
+            none.check(&call("get_weather", r#"{"city": "Paris"}"#), &[])
                 .is_err()
         );
         let named =
@@ -658,7 +691,7 @@ mod tests {
         assert!(
             Contract::new(&request(named))
                 .unwrap()
-                .check(&text("hi"))
+                .check(&text("hi"), &[])
                 .is_err()
         );
         let unknown = json!({"tool_choice": {"type": "function", "function": {"name": "nope"}}});
@@ -666,22 +699,22 @@ mod tests {
         let single = Contract::new(&request(json!({"parallel_tool_calls": false}))).unwrap();
         let mut two = call("get_weather", r#"{"city": "Paris"}"#);
         two.tool_calls.push(two.tool_calls[0].clone());
-        assert_eq!(single.check(&two).unwrap_err().calls.len(), 2);
+        assert_eq!(single.check(&two, &[]).unwrap_err().calls.len(), 2);
     }
 
     #[test]
     fn empty_replies_and_response_formats() {
         let contract = Contract::new(&request(json!({}))).unwrap();
         assert_eq!(
-            contract.check(&text("  ")).unwrap_err().category,
+            contract.check(&text("  "), &[]).unwrap_err().category,
             Category::EmptyResponse
         );
         let schema = json!({"response_format": {"type": "json_schema", "json_schema": {"name": "a",
             "schema": {"type": "object", "properties": {"n": {"type": "integer"}}, "required": ["n"]}}}});
         let contract = Contract::new(&request(schema)).unwrap();
-        assert!(contract.check(&text(r#"{"n": 3}"#)).is_ok());
-        assert!(contract.check(&text(r#"{"n": "3"}"#)).is_err());
-        assert!(contract.check(&text("three")).is_err());
+        assert!(contract.check(&text(r#"{"n": 3}"#), &[]).is_ok());
+        assert!(contract.check(&text(r#"{"n": "3"}"#), &[]).is_err());
+        assert!(contract.check(&text("three"), &[]).is_err());
     }
 
     #[test]
@@ -697,7 +730,7 @@ mod tests {
         ]);
         let contract = Contract::new(&request(body)).unwrap();
         let again = contract
-            .check(&call("get_weather", r#"{"city":"Pariss"}"#))
+            .check(&call("get_weather", r#"{"city":"Pariss"}"#), &[])
             .unwrap_err();
         assert_eq!(again.category, Category::RepeatedFailedAction);
         assert!(
@@ -707,12 +740,12 @@ mod tests {
         );
         assert!(
             contract
-                .check(&call("get_weather", r#"{"city": "Paris"}"#))
+                .check(&call("get_weather", r#"{"city": "Paris"}"#), &[])
                 .is_ok()
         );
         assert!(
             contract
-                .check(&call("get_weather", r#"{"city": "Rome"}"#))
+                .check(&call("get_weather", r#"{"city": "Rome"}"#), &[])
                 .is_ok()
         );
     }
@@ -723,15 +756,19 @@ mod tests {
         body["messages"] = json!([{"role": "user", "content": "Email Bob the report."}]);
         let contract = Contract::new(&request(body.clone())).unwrap();
         let refused = contract
-            .check(&text("I have sent the report to Bob."))
+            .check(&text("I have sent the report to Bob."), &[])
             .unwrap_err();
         assert_eq!(refused.category, Category::ClaimedAction);
         assert!(
             contract
-                .check(&text("I can't send email from here."))
+                .check(&text("I can't send email from here."), &[])
                 .is_ok()
         );
-        assert!(contract.check(&text("Here is a draft for Bob.")).is_ok());
+        assert!(
+            contract
+                .check(&text("Here is a draft for Bob."), &[])
+                .is_ok()
+        );
         body["messages"] = json!([
             {"role": "user", "content": "Email Bob the report."},
             {"role": "assistant", "content": "", "tool_calls": [{"id": "a", "type": "function",
@@ -741,7 +778,7 @@ mod tests {
         let contract = Contract::new(&request(body)).unwrap();
         assert!(
             contract
-                .check(&text("I have sent the report to Bob."))
+                .check(&text("I have sent the report to Bob."), &[])
                 .is_ok()
         );
     }
@@ -776,10 +813,44 @@ mod tests {
         let passed = contract
             .check(&text(
                 r#"<tool_call>{"name": "get_weather", "arguments": {"city": "Paris"}}</tool_call>"#,
-            ))
+            ), &[])
             .unwrap();
         assert_eq!(passed.message.tool_calls[0].function.name, "get_weather");
         assert_eq!(passed.message.content, None);
         assert_eq!(passed.repairs, [RepairKind::TextToolCall]);
+    }
+
+    #[test]
+    fn made_up_markup_and_our_own_feedback_are_refused_and_the_clients_words_are_not() {
+        let contract = Contract::new(&request(json!({}))).unwrap();
+        let made_up = contract
+            .check(
+                &text("<tool_response>21 °C</tool_response> It is 21 °C."),
+                &[],
+            )
+            .unwrap_err();
+        assert_eq!(made_up.category, Category::Echo);
+        let sent =
+            ["your reply was empty: answer the request, or call one of the tools".to_string()];
+        let parroted = contract
+            .check(
+                &text("Your reply was empty: answer the request, or call one of the tools."),
+                &sent,
+            )
+            .unwrap_err();
+        assert_eq!(parroted.category, Category::Echo);
+        assert!(
+            contract
+                .check(&text("It is 21 °C and sunny in Paris."), &sent)
+                .is_ok()
+        );
+
+        let quoting = Contract::new(&request(json!({"messages": [
+            {"role": "user", "content": "What does <tool_response> mean in Qwen's template? \
+                Answer the request, or call one of the tools, it says."}
+        ]})))
+        .unwrap();
+        let explained = "`<tool_response>` wraps a tool's result. Answer the request, or call one of the tools: the client's words.";
+        assert!(quoting.check(&text(explained), &sent).is_ok());
     }
 }

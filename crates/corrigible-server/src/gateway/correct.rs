@@ -121,7 +121,7 @@ pub async fn exchange(
                 feedback: feedback.clone(),
                 calls: Vec::new(),
             }),
-            None => contract.check(&completion.message),
+            None => contract.check(&completion.message, &feedback),
         };
         let refused = match checked {
             Ok(passed) => {
