@@ -119,3 +119,50 @@ async fn declined_request_catches_declines_sent_as_satisfied_and_sends_back_no_c
         declines.table
     );
 }
+
+/// A rule of one's own: a satisfied answer that apologises is sent back.
+struct NoApology;
+
+impl corrigible::Rule for NoApology {
+    fn name(&self) -> &str {
+        "no_apology"
+    }
+
+    fn check_final(
+        &self,
+        answer: &corrigible::Final,
+        _evidence: &corrigible::rule::Evidence<'_>,
+    ) -> Option<String> {
+        (answer.satisfied && answer.summary.to_lowercase().contains("sorry"))
+            .then(|| "the answer apologises yet says satisfied true".to_string())
+    }
+}
+
+#[tokio::test]
+async fn a_rule_of_ones_own_is_measured_on_both_sides_of_the_corpus() {
+    let corpus = trajectory::builtin().unwrap();
+    let sets = [
+        RuleSet::rule(std::sync::Arc::new(NoApology)),
+        RuleSet::new(
+            "declined_request",
+            Checks::only("declined_request").unwrap(),
+        ),
+    ];
+    let report = run_corpus_with(&corpus, &sets).await.unwrap();
+    let table = corrigible_bench::correct::table(&report);
+    let own = report.row("no_apology").unwrap();
+    let builtin = report.row("declined_request").unwrap();
+    assert!(own.caught > 0, "{table}");
+    assert!(
+        own.catches.iter().all(|c| matches!(
+            &c.verdict,
+            corrigible_bench::correct::Verdict::SentBack { category, .. } if category == "no_apology"
+        )),
+        "{table}"
+    );
+    assert!(table.contains("no_apology"), "{table}");
+    // Apologies are how this corpus's declines open: the rule catches what the built-in
+    // rule catches there.
+    assert!(own.caught >= builtin.caught.min(1), "{table}");
+    eprintln!("{table}");
+}

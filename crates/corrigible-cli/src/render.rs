@@ -148,10 +148,16 @@ impl TraceSink for LiveTrace {
                     .as_deref()
                     .map(|t| format!(" [{t}]"))
                     .unwrap_or_default();
+                let category = match &record.rule {
+                    Some(rule) if rule != record.category.as_str() => {
+                        format!("{}: {rule}", record.category)
+                    }
+                    _ => record.category.to_string(),
+                };
                 self.line(format!(
                     "  {} {}{tool}: {}",
                     s.red("✗ rejected"),
-                    s.bold(record.category.as_str()),
+                    s.bold(&category),
                     shorten(&record.error, 160)
                 ))
             }

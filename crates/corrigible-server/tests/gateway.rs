@@ -311,9 +311,17 @@ async fn a_made_up_result_and_parroted_feedback_are_sent_back_after_a_tool_round
     );
     let seen = setup.seen();
     assert_eq!(seen.len(), 3);
-    assert_eq!(seen[0]["messages"][1]["content"], "", "no null content goes upstream");
-    assert_eq!(seen[0]["messages"][2]["content"], "21 °C and sunny in Paris");
-    let feedback = seen[1]["messages"][4]["content"].as_str().unwrap_or_default();
+    assert_eq!(
+        seen[0]["messages"][1]["content"], "",
+        "no null content goes upstream"
+    );
+    assert_eq!(
+        seen[0]["messages"][2]["content"],
+        "21 °C and sunny in Paris"
+    );
+    let feedback = seen[1]["messages"][4]["content"]
+        .as_str()
+        .unwrap_or_default();
     assert!(feedback.contains("<tool_response>"), "{feedback}");
 }
 

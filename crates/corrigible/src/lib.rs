@@ -21,6 +21,7 @@ mod model;
 pub mod policy;
 pub mod probe;
 pub mod prompt;
+pub mod rule;
 mod stage;
 pub mod tool;
 pub mod trace;
@@ -41,6 +42,7 @@ pub use model::{
 };
 pub use policy::{Checks, Limits, Policy, Profile, ToolPolicy};
 pub use probe::{ProbeFinding, ProtocolReason, probe_tool_calling};
+pub use rule::Rule;
 pub use stage::{Stage, StageParseError};
 pub use tool::{Tool, ToolContext, ToolOutcome, ToolRegistry, TypedTool};
 pub use trace::{RunReport, StopReason, TraceEvent, TraceSink};

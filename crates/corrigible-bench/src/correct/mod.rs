@@ -16,7 +16,7 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use corrigible::trace::StepOutcome;
-use corrigible::{Agent, Checks, Policy, Protocol, RunReport, StopReason, ToolRegistry};
+use corrigible::{Agent, Checks, Policy, Protocol, Rule, RunReport, StopReason, ToolRegistry};
 use serde::Serialize;
 
 pub use script::ScriptModel;
@@ -27,9 +27,10 @@ use crate::error::BenchError;
 use crate::tools_suite::ToolsEnv;
 
 /// A named set of rules the corpus is replayed under.
-#[derive(Debug, Clone, Serialize)]
+#[derive(Clone, Serialize)]
 pub struct RuleSet {
-    /// `contract`, a rule's category name, `precise`, `strict` or `verifier`.
+    /// `contract`, a rule's category name, `precise`, `strict`, `verifier`, or the name of a
+    /// rule of one's own.
     pub name: String,
     /// The checks it turns on.
     #[serde(skip)]
@@ -38,6 +39,23 @@ pub struct RuleSet {
     /// the json protocol only: the verifier reads the same evidence under either.
     #[serde(skip)]
     pub verifier: Option<corrigible::Verifier>,
+    /// Rules of one's own, judged after the checks.
+    #[serde(skip)]
+    pub rules: Vec<Arc<dyn Rule>>,
+}
+
+impl std::fmt::Debug for RuleSet {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("RuleSet")
+            .field("name", &self.name)
+            .field("checks", &self.checks)
+            .field("verifier", &self.verifier.is_some())
+            .field(
+                "rules",
+                &self.rules.iter().map(|r| r.name()).collect::<Vec<_>>(),
+            )
+            .finish()
+    }
 }
 
 impl RuleSet {
@@ -60,6 +78,16 @@ impl RuleSet {
             name: name.into(),
             checks,
             verifier: None,
+            rules: Vec::new(),
+        }
+    }
+
+    /// The contract and `rule` alone, named after the rule: what a rule of one's own sends
+    /// back of the correct corpus and catches of the mistakes.
+    pub fn rule(rule: Arc<dyn Rule>) -> Self {
+        RuleSet {
+            rules: vec![rule.clone()],
+            ..RuleSet::new(rule.name(), Checks::NONE)
         }
     }
 
@@ -80,7 +108,7 @@ pub enum Verdict {
     Accepted,
     /// A reply was rejected.
     SentBack {
-        /// The rejection's category.
+        /// The rejection's category (a rule of one's own: its name).
         category: String,
         /// The model call it rejected.
         stage: String,
@@ -181,14 +209,7 @@ pub async fn run_corpus_with(
                 None => &[Protocol::Json, Protocol::Native],
             };
             for &protocol in protocols {
-                let verdict = replay(
-                    trajectory,
-                    set.checks,
-                    protocol,
-                    &env,
-                    set.verifier.as_ref(),
-                )
-                .await?;
+                let verdict = replay(trajectory, set, protocol, &env).await?;
                 let entry = Rejected {
                     id: trajectory.id.clone(),
                     source: trajectory.source.clone(),
@@ -198,7 +219,10 @@ pub async fn run_corpus_with(
                 match verdict {
                     Verdict::Accepted => {}
                     Verdict::Broken { .. } => {
-                        if set.checks == Checks::NONE && trajectory.is_correct() {
+                        if set.checks == Checks::NONE
+                            && set.rules.is_empty()
+                            && trajectory.is_correct()
+                        {
                             broken.push(entry);
                         }
                     }
@@ -266,18 +290,17 @@ fn registry(trajectory: &Trajectory, env: &ToolsEnv) -> Result<ToolRegistry, Ben
         .filtered(|name| trajectory.tools.iter().any(|t| t == name)))
 }
 
-/// Replays one trajectory under `checks` and `protocol`, with the built-in worked examples of
-/// its tools, as `corrigible run` shows them, and `verifier` checking its satisfied answers.
+/// Replays one trajectory under the rule set and `protocol`, with the built-in worked
+/// examples of its tools, as `corrigible run` shows them.
 pub async fn replay(
     trajectory: &Trajectory,
-    checks: Checks,
+    set: &RuleSet,
     protocol: Protocol,
     env: &ToolsEnv,
-    verifier: Option<&corrigible::Verifier>,
 ) -> Result<Verdict, BenchError> {
     let model = Arc::new(ScriptModel::new(trajectory, protocol));
     let mut policy = Policy {
-        checks,
+        checks: set.checks,
         ..Policy::default()
     };
     policy.limits.max_actions = trajectory.steps.len() as u32 + 1;
@@ -286,8 +309,11 @@ pub async fn replay(
         .worked_examples(corrigible_tools::builtin_examples(&trajectory.tools))
         .protocol(protocol)
         .policy(policy);
-    if let Some(verifier) = verifier {
+    if let Some(verifier) = &set.verifier {
         builder = builder.verifier(verifier.clone());
+    }
+    for rule in &set.rules {
+        builder = builder.shared_rule(rule.clone());
     }
     let agent = builder.build().map_err(|e| BenchError::Agent {
         task: trajectory.id.clone(),
@@ -310,7 +336,7 @@ fn verdict(trajectory: &Trajectory, report: &RunReport) -> Verdict {
         .find(|c| c.category.is_decision_rejection())
     {
         return Verdict::SentBack {
-            category: c.category.to_string(),
+            category: c.rule.clone().unwrap_or_else(|| c.category.to_string()),
             stage: c.stage.to_string(),
             message: c.error.clone(),
         };

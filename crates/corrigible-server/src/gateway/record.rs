@@ -44,6 +44,7 @@ pub fn report(
             error: exchange.feedback.get(i).cloned().unwrap_or_default(),
             corrected: corrected || i + 1 < exchange.corrections.len(),
             tool: None,
+            rule: None,
         })
         .collect();
     let last = exchange.calls.len().saturating_sub(1) as u32;

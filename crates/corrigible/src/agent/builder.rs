@@ -1,3 +1,4 @@
+use crate::rule::{BUILTIN, Rule};
 use std::sync::Arc;
 
 use schemars::JsonSchema;
@@ -30,6 +31,12 @@ pub enum BuildError {
     /// A per-tool policy names a tool that is not registered.
     #[error("tool policy for `{0}`: no such tool is registered")]
     UnknownToolPolicy(String),
+    /// `without_rule` names no built-in rule.
+    #[error("unknown rule `{0}`: not one of the built-in rules ({1})")]
+    UnknownRule(String, String),
+    /// Two rules share a name.
+    #[error("two rules are named `{0}`: a rule's name must be unique")]
+    DuplicateRule(String),
 }
 
 /// Builds an [`Agent`]: `Agent::builder(model).typed_tool(t).policy(p).build()`.
@@ -51,6 +58,8 @@ pub struct AgentBuilder {
     errors: Vec<BuildError>,
     discovery: Discovery,
     verifier: Option<Verifier>,
+    rules: Vec<Arc<dyn Rule>>,
+    without_rules: Vec<String>,
 }
 
 impl AgentBuilder {
@@ -73,6 +82,8 @@ impl AgentBuilder {
             errors: Vec::new(),
             discovery: Discovery::default(),
             verifier: None,
+            rules: Vec::new(),
+            without_rules: Vec::new(),
         }
     }
 
@@ -190,6 +201,26 @@ impl AgentBuilder {
         self
     }
 
+    /// Adds a rule of your own, judged after the built-in rules on every action and final
+    /// answer; its rejections go back to the model like theirs and are recorded under its name.
+    pub fn rule(mut self, rule: impl Rule + 'static) -> Self {
+        self.rules.push(Arc::new(rule));
+        self
+    }
+
+    /// Adds a rule of your own that is shared with other agents.
+    pub fn shared_rule(mut self, rule: Arc<dyn Rule>) -> Self {
+        self.rules.push(rule);
+        self
+    }
+
+    /// Leaves out the built-in rule named `name` (`declined_request`, `echo`, …), whatever the
+    /// profile or a run's policy turns on.
+    pub fn without_rule(mut self, name: impl Into<String>) -> Self {
+        self.without_rules.push(name.into());
+        self
+    }
+
     /// Has every satisfied answer checked by `verifier` before it is accepted (off unless set).
     pub fn verifier(mut self, verifier: Verifier) -> Self {
         self.verifier = Some(verifier);
@@ -208,6 +239,21 @@ impl AgentBuilder {
             .find(|n| self.tools.get(n).is_none())
         {
             return Err(BuildError::UnknownToolPolicy(name.clone()));
+        }
+        let builtin: Vec<&str> = BUILTIN.iter().map(|r| r.name()).collect();
+        if let Some(name) = self
+            .without_rules
+            .iter()
+            .find(|n| !builtin.contains(&n.as_str()))
+        {
+            return Err(BuildError::UnknownRule(name.clone(), builtin.join(", ")));
+        }
+        let mut names = builtin.clone();
+        for rule in &self.rules {
+            if names.contains(&rule.name()) {
+                return Err(BuildError::DuplicateRule(rule.name().to_string()));
+            }
+            names.push(rule.name());
         }
         let system = match self.system {
             Some(source) => SystemPrompt::new(source)?,
@@ -253,6 +299,8 @@ impl AgentBuilder {
             worked: usable,
             discovery: self.discovery,
             verifier: self.verifier,
+            rules: self.rules,
+            without_rules: self.without_rules,
         })
     }
 }

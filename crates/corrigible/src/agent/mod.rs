@@ -13,6 +13,7 @@ use std::sync::Arc;
 
 pub use builder::{AgentBuilder, BuildError};
 pub use output::OutputValidator;
+pub(crate) use run::Run;
 
 use crate::context::ContextBudget;
 use crate::correction::feedback::FeedbackTemplate;
@@ -42,6 +43,10 @@ pub struct Agent {
     pub(crate) worked: Vec<crate::examples::WorkedExample>,
     pub(crate) discovery: crate::discovery::Discovery,
     pub(crate) verifier: Option<crate::verify::Verifier>,
+    /// Rules of the agent's own, judged after the built-in ones.
+    pub(crate) rules: Vec<Arc<dyn crate::rule::Rule>>,
+    /// Built-in rules left out by name, whatever the policy's checks say.
+    pub(crate) without_rules: Vec<String>,
 }
 
 /// Per-run options.

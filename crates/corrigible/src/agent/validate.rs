@@ -1,18 +1,17 @@
 use super::execute::MAX_SAME_RESULTS;
 use super::run::Run;
-use crate::arithmetic::{Claim, slips};
 use crate::correction::fingerprint::fingerprint;
 use crate::correction::rejection::{Category, Rejection};
 use crate::decision::Decision;
 use crate::discovery::{closest, shortened_schema};
 use crate::evidence::claimed_action::{ClaimKind, claimed_actions};
-use crate::evidence::declined::declines;
 use crate::evidence::echo::{
     default_instructions, echo_in, example_echo, markup_in, without_quotes,
 };
 use crate::evidence::grounding::Evidence;
 use crate::evidence::promised_call::promised_call;
 use crate::message::MessageKind;
+use crate::rule::{self, BUILTIN, Rule};
 
 /// Most tool names an `unknown_tool` correction lists in full.
 const MAX_LISTED_TOOLS: usize = 12;
@@ -57,13 +56,11 @@ impl Run<'_> {
                     return Err(Rejection::new(Category::InvalidToolInput, message)
                         .with_tool(action.tool.clone()));
                 }
-                let grounded = self.tools.grounded(&action.tool);
-                if self.policy.checks.ungrounded_argument
-                    && !grounded.is_empty()
-                    && let Some(message) = self.sources().check(grounded, &action.input)
-                {
-                    return Err(Rejection::new(Category::UngroundedArgument, message)
-                        .with_tool(action.tool.clone()));
+                if let Some(rejection) = self.judge(
+                    |rule, evidence| rule.check_action(action, evidence),
+                    reasoning,
+                ) {
+                    return Err(rejection.with_tool(action.tool.clone()));
                 }
                 let print = fingerprint(&action.tool, &action.input);
                 if let Some(previous) = self.state.failed.get(&print) {
@@ -82,81 +79,37 @@ impl Run<'_> {
                 }
             }
             Decision::Final(answer) => {
-                if self.policy.checks.ungrounded_final
-                    && answer.satisfied
-                    && self.budget.acted()
-                    && !self.state.any_ok
-                {
-                    return Err(Rejection::new(
-                        Category::UngroundedFinal,
-                        "satisfied is true but every tool call in this run failed, so no tool result \
-                         supports the answer; try a different action, or answer with satisfied false \
-                         and say what failed",
-                    ));
-                }
-                if answer.satisfied
-                    && self.policy.checks.echo
-                    && let Some(words) = self.echo(&answer.summary)
-                {
-                    return Err(Rejection::new(
-                        Category::Echo,
-                        format!(
-                            "the answer repeats our own words (`{words}`) instead of answering \
-                             the request; answer it in your own words, from the tool results or \
-                             what you know, or answer with satisfied false and say what is missing"
-                        ),
-                    ));
-                }
-                if answer.satisfied
-                    && self.policy.checks.claimed_action
-                    && let Some(message) = self
-                        .unsupported_claim(&answer.summary)
-                        .or_else(|| self.promised_call(&answer.summary))
-                {
-                    return Err(Rejection::new(Category::ClaimedAction, message));
-                }
-                if answer.satisfied
-                    && self.policy.checks.declined_request
-                    && declines(&answer.summary)
-                {
-                    return Err(Rejection::new(
-                        Category::DeclinedRequest,
-                        "the answer declines the request, yet says satisfied true: if a tool \
-                         can do what was asked, call it; if nothing can, give the answer with \
-                         satisfied false and say why",
-                    ));
-                }
-                if answer.satisfied && self.policy.checks.wrong_arithmetic {
-                    let slips = slips(&answer.summary, reasoning);
-                    if !slips.is_empty() {
-                        return Err(Rejection::new(
-                            Category::WrongArithmetic,
-                            wrong_arithmetic_message(&slips),
-                        ));
-                    }
-                }
-                if answer.satisfied
-                    && self.policy.checks.unstated_result
-                    && let Some(message) = self.unstated_results(&answer.summary)
-                {
-                    return Err(Rejection::new(Category::UnstatedResult, message));
-                }
-                if answer.satisfied
-                    && self.policy.checks.uncovered_request
-                    && !self.state.coverage_asked
-                    && self.budget.may_act()
-                {
-                    let uncovered = self.uncovered();
-                    if !uncovered.is_empty() {
-                        return Err(Rejection::new(
-                            Category::UncoveredRequest,
-                            uncovered.message(),
-                        ));
-                    }
+                if let Some(rejection) = self.judge(
+                    |rule, evidence| rule.check_final(answer, evidence),
+                    reasoning,
+                ) {
+                    return Err(rejection);
                 }
             }
         }
         Ok(decision)
+    }
+
+    /// The first rejection of the run's rules, built-in ones (as the policy's checks switch
+    /// them, less those the agent leaves out) before the agent's own.
+    fn judge(
+        &self,
+        check: impl Fn(&dyn Rule, &rule::Evidence<'_>) -> Option<String>,
+        reasoning: &str,
+    ) -> Option<Rejection> {
+        let evidence = rule::Evidence {
+            run: self,
+            reasoning,
+        };
+        let builtin = BUILTIN.iter().copied().filter(|rule| {
+            self.policy.checks.is_on(rule.name())
+                && !self.agent.without_rules.iter().any(|n| n == rule.name())
+        });
+        let own = self.agent.rules.iter().map(|rule| rule.as_ref());
+        builtin.chain(own).find_map(|rule| {
+            let message = check(rule, &evidence)?;
+            Some(Rejection::new(rule.category(), message).from_rule(rule.name()))
+        })
     }
 
     /// Why an action with fingerprint `print` is not run again: the same call already
@@ -188,7 +141,7 @@ impl Run<'_> {
     /// Why `summary` claims an action that no tool of the run carried out: a first-person claim
     /// needs a successful call of a tool that is not read-only; a passive one (`has been
     /// sent`), which a lookup can report, needs any successful call.
-    fn unsupported_claim(&self, summary: &str) -> Option<String> {
+    pub(crate) fn unsupported_claim(&self, summary: &str) -> Option<String> {
         let results = &self.state.results;
         if results.iter().any(|s| !self.tools.read_only(&s.tool)) {
             return None;
@@ -232,7 +185,7 @@ impl Run<'_> {
 
     /// Why `summary` is no answer: it promises a call of one of the run's tools, and a final
     /// answer ends the run.
-    fn promised_call(&self, summary: &str) -> Option<String> {
+    pub(crate) fn promised_call(&self, summary: &str) -> Option<String> {
         let promise = promised_call(summary, &self.tools.names())?;
         Some(format!(
             "the answer says `{}`, but a final answer ends the run, so nothing more will be \
@@ -244,7 +197,7 @@ impl Run<'_> {
     /// The run of our own words that `summary` repeats: the default instructions, feedback
     /// sent in this run, or a worked example's values; words the request or a tool result also
     /// says are not counted.
-    fn echo(&self, summary: &str) -> Option<String> {
+    pub(crate) fn echo(&self, summary: &str) -> Option<String> {
         let mut feedback = Vec::new();
         let mut theirs = vec![self.request.as_str()];
         for message in &self.history.messages {
@@ -263,7 +216,7 @@ impl Run<'_> {
     }
 
     /// Why `summary` is unsupported when tools returned facts and it states none of them.
-    fn unstated_results(&self, summary: &str) -> Option<String> {
+    pub(crate) fn unstated_results(&self, summary: &str) -> Option<String> {
         let evidence = Evidence::new(self.state.results.iter().map(|s| &s.output), &self.request);
         if evidence.is_empty() || evidence.stated_in(summary) {
             return None;
@@ -316,23 +269,6 @@ impl Run<'_> {
             shortened_schema(&schema, budget)
         )
     }
-}
-
-/// Most wrong calculations a `wrong_arithmetic` correction lists.
-const MAX_SLIPS: usize = 3;
-
-/// The `wrong_arithmetic` feedback: each slip with its right value, and what to do.
-fn wrong_arithmetic_message(slips: &[Claim]) -> String {
-    let shown: Vec<String> = slips
-        .iter()
-        .take(MAX_SLIPS)
-        .map(|s| format!("`{s}`"))
-        .collect();
-    format!(
-        "the answer rests on a wrong calculation: {}; redo the calculation with the right \
-         values (use a tool for the arithmetic where there is one), then answer again",
-        shown.join("; ")
-    )
 }
 
 /// A tool result as quoted back in a rejection: its JSON, cut at [`MAX_SHOWN_RESULT_CHARS`].

@@ -62,11 +62,13 @@ pub enum Category {
     ToolFailed,
     /// The tool's circuit breaker is open.
     CircuitOpen,
+    /// A rule of the agent's own (not a built-in one) sent the decision back.
+    Rule,
 }
 
 impl Category {
     /// Every category, in contract order.
-    pub const ALL: [Category; 21] = [
+    pub const ALL: [Category; 22] = [
         Category::EmptyResponse,
         Category::InvalidJson,
         Category::DecisionSchema,
@@ -88,6 +90,7 @@ impl Category {
         Category::ToolRejected,
         Category::ToolFailed,
         Category::CircuitOpen,
+        Category::Rule,
     ];
 
     /// The snake_case name used in JSON and in the feedback.
@@ -114,6 +117,7 @@ impl Category {
             Category::ToolRejected => "tool_rejected",
             Category::ToolFailed => "tool_failed",
             Category::CircuitOpen => "circuit_open",
+            Category::Rule => "rule",
         }
     }
 
@@ -144,6 +148,7 @@ impl Category {
                 | Category::UncoveredRequest
                 | Category::VerifierObjection
                 | Category::ActionBudgetSpent
+                | Category::Rule
         )
     }
 }
@@ -164,6 +169,9 @@ pub struct Rejection {
     /// The tool concerned, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// The rule that refused it, when a [`Rule`](crate::rule::Rule) did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 impl Rejection {
@@ -173,7 +181,14 @@ impl Rejection {
             category,
             message: message.into(),
             tool: None,
+            rule: None,
         }
+    }
+
+    /// The same rejection, made by the rule named `rule`.
+    pub fn from_rule(mut self, rule: impl Into<String>) -> Self {
+        self.rule = Some(rule.into());
+        self
     }
 
     /// The same rejection, about `tool`.

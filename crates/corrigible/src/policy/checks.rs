@@ -97,6 +97,11 @@ impl Checks {
         ]
     }
 
+    /// Whether the rule named `name` is on; `false` for a name that is no built-in rule.
+    pub fn is_on(&self, name: &str) -> bool {
+        self.rules().iter().any(|(rule, on)| *rule == name && *on)
+    }
+
     /// These checks with the answer rules set as the older `grounding` setting says: `values`
     /// turns `unstated_result` and `uncovered_request` on, `failures` turns them off.
     pub fn with_grounding(mut self, grounding: Grounding) -> Checks {

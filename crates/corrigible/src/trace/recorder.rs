@@ -202,6 +202,7 @@ impl Recorder {
             error: rejection.message.clone(),
             corrected: false,
             tool: rejection.tool.clone(),
+            rule: rejection.rule.clone(),
         };
         tracing::warn!(stage = %stage, category = %rejection.category, error = %rejection.message, "rejected");
         let index = self.report.corrections.len();

@@ -125,6 +125,9 @@ pub struct CorrectionRecord {
     /// The tool concerned, when there is one.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub tool: Option<String>,
+    /// The rule that sent it back, when a rule did (a built-in rule's name is its category).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rule: Option<String>,
 }
 
 /// A local repair made without a model call.

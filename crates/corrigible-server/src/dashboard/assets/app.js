@@ -321,7 +321,7 @@ function renderEvent(ev, totals, corrections) {
       return item("rejection", null, "Correction",
         h("div", { class: "tl-line" },
           h("span", { class: "tl-stage", text: r.stage }),
-          h("span", { class: "badge warn category", text: r.category }),
+          h("span", { class: "badge warn category", text: r.rule && r.rule !== r.category ? r.category + ": " + r.rule : r.category }),
           r.tool ? h("code", { text: r.tool }) : null,
           h("span", { class: "tl-detail", text: "attempt " + r.attempt }),
           status),
