@@ -66,7 +66,7 @@ impl ServerHandler for BenchTools {
         };
         let input = Value::Object(request.arguments.unwrap_or_default());
         if let Some(Err(message)) = self.registry().validate(&request.name, &input) {
-            return Ok(CallToolResult::error(vec![ContentBlock::text(message)]).into());
+            return Ok(CallToolResult::error(vec![ContentBlock::text(message.to_string())]).into());
         }
         let ctx = ToolContext {
             run_id: "bench-tools".into(),

@@ -284,12 +284,12 @@ impl Contract {
                 )),
             },
             Format::Schema(validator) => match read_json(text, repairs) {
-                Some(value) => validator.validate(&value).map_err(|lines| {
+                Some(value) => validator.validate(&value).map_err(|invalid| {
                     whole(
                         Category::OutputRejected,
                         format!(
                             "your reply does not match the response format's JSON Schema: {}",
-                            lines.replace("tool_input", "reply")
+                            invalid.under("reply")
                         ),
                     )
                 }),
@@ -456,13 +456,13 @@ impl Contract {
             ));
         }
         if let Some(validator) = validator {
-            validator.validate(&arguments).map_err(|lines| {
+            validator.validate(&arguments).map_err(|invalid| {
                 (
                     Category::InvalidToolInput,
                     format!(
                         "the arguments of `{}` do not match its parameters: {}",
                         call.name,
-                        lines.replace("tool_input", "arguments")
+                        invalid.under("arguments")
                     ),
                 )
             })?;

@@ -300,7 +300,7 @@ fn error_kind(error: &RunError) -> &'static str {
     match error {
         RunError::Transport(_) => "transport",
         RunError::Model(_) => "model",
-        RunError::InvalidRequest(_) => "invalid_request",
+        RunError::InvalidRequest { .. } => "invalid_request",
         RunError::Template(_) => "internal",
     }
 }
@@ -315,10 +315,7 @@ fn run_error(run_id: &str, error: RunError) -> ApiError {
             run_id: run_id.to_string(),
         }
         .into(),
-        RunError::InvalidRequest(detail) => {
-            let (field, message) = detail.split_once(": ").unwrap_or(("body", &detail));
-            BadRequest::new(field, message).into()
-        }
+        RunError::InvalidRequest { field, reason } => BadRequest::new(field, reason).into(),
         RunError::Template(_) => InternalError::new(message).into(),
     }
 }

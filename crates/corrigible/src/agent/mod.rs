@@ -74,8 +74,13 @@ pub enum RunError {
     #[error("{0}")]
     Model(ModelError),
     /// The request itself is invalid (empty prompt, unknown tool name).
-    #[error("invalid request: {0}")]
-    InvalidRequest(String),
+    #[error("invalid request: {field}: {reason}")]
+    InvalidRequest {
+        /// The request field at fault (`prompt`, `tools`).
+        field: &'static str,
+        /// What is wrong with it.
+        reason: String,
+    },
     /// A template failed to render.
     #[error("{0}")]
     Template(String),

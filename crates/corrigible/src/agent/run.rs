@@ -98,16 +98,22 @@ impl<'a> Run<'a> {
         options: RunOptions,
     ) -> Result<Self, RunError> {
         if prompt.trim().is_empty() {
-            return Err(RunError::InvalidRequest("prompt: must not be empty".into()));
+            return Err(RunError::InvalidRequest {
+                field: "prompt",
+                reason: "must not be empty".into(),
+            });
         }
         let tools = match &options.tools {
             None => agent.tools.clone(),
             Some(names) => {
                 if let Some(unknown) = names.iter().find(|n| agent.tools.get(n).is_none()) {
-                    return Err(RunError::InvalidRequest(format!(
-                        "tools: unknown tool `{unknown}`; available tools: {}",
-                        agent.tools.names().join(", ")
-                    )));
+                    return Err(RunError::InvalidRequest {
+                        field: "tools",
+                        reason: format!(
+                            "unknown tool `{unknown}`; available tools: {}",
+                            agent.tools.names().join(", ")
+                        ),
+                    });
                 }
                 agent.tools.filtered(|name| names.iter().any(|n| n == name))
             }
@@ -480,7 +486,7 @@ impl<'a> Run<'a> {
                     validator
                         .validate(&value)
                         .map(|_| value)
-                        .map_err(|e| e.replace("tool_input", "final_summary"))
+                        .map_err(|e| e.under("final_summary"))
                 });
             match parsed {
                 Ok(value) => output = Some(value),
@@ -555,7 +561,10 @@ fn with_discovery(
     if brief && tools.get(DESCRIBE_TOOL).is_none() {
         tools
             .register(Arc::new(DescribeTool::new(declared)))
-            .map_err(|e| RunError::InvalidRequest(e.to_string()))?;
+            .map_err(|e| RunError::InvalidRequest {
+                field: "tools",
+                reason: e.to_string(),
+            })?;
     }
     Ok((tools, brief))
 }

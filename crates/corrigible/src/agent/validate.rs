@@ -52,7 +52,7 @@ impl Run<'_> {
                     .with_tool(action.tool.clone()));
                 };
                 if let Err(message) = result {
-                    let message = self.with_schema(&action.tool, message);
+                    let message = self.with_schema(&action.tool, message.to_string());
                     return Err(Rejection::new(Category::InvalidToolInput, message)
                         .with_tool(action.tool.clone()));
                 }

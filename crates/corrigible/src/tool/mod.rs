@@ -14,7 +14,7 @@ use crate::evidence::provenance::GroundedArgument;
 pub use outcome::ToolOutcome;
 pub use registry::{RegistryError, ToolRegistry};
 pub use typed::{Typed, TypedTool};
-pub use validation::{InputValidator, SchemaError};
+pub use validation::{InputValidator, InvalidInput, Problem, SchemaError};
 
 /// What a tool call knows about where it runs.
 #[derive(Debug, Clone, PartialEq, Eq)]

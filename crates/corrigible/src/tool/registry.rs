@@ -2,7 +2,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 
-use super::{InputValidator, SchemaError, Tool, Typed, TypedTool};
+use super::{InputValidator, InvalidInput, SchemaError, Tool, Typed, TypedTool};
 use crate::evidence::provenance::GroundedArgument;
 use crate::model::ToolSpec;
 
@@ -90,7 +90,7 @@ impl ToolRegistry {
     }
 
     /// Validates `input` against the schema of `name`; `None` when the tool is unknown.
-    pub fn validate(&self, name: &str, input: &Value) -> Option<Result<(), String>> {
+    pub fn validate(&self, name: &str, input: &Value) -> Option<Result<(), InvalidInput>> {
         self.entry(name).map(|e| e.validator.validate(input))
     }
 
