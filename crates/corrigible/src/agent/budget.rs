@@ -1,12 +1,13 @@
 //! The run's budget: every counter of one run beside the bound it counts against, and the
-//! loop's questions about them (may it ask, may it act, what a rejection costs).
+//! loop's questions about them: may it ask, may it act, may it retry this tool, may it ask
+//! about coverage, what a rejection costs, is the run over.
 
 use std::collections::HashMap;
 
 use super::run::stopped;
 use crate::correction::rejection::{Category, Rejection};
 use crate::model::Usage;
-use crate::policy::Limits;
+use crate::policy::{Limits, Policy};
 use crate::trace::StopReason;
 use crate::trace::recorder::Ending;
 
@@ -15,6 +16,15 @@ use crate::trace::recorder::Ending;
 #[derive(Debug)]
 pub(crate) struct Budget {
     limits: Limits,
+    /// The run's policy, for the per-tool allowances (retries, rejections).
+    policy: Policy,
+    /// Model calls made.
+    model_calls: u32,
+    /// Tokens spent by them.
+    tokens: Usage,
+    /// Whether a final answer was already sent back as `uncovered_request`: that question is
+    /// asked once per run, so a request part the answer does not need costs one round at most.
+    coverage_asked: bool,
     /// Executed (or breaker-refused) actions.
     executed: u32,
     /// Output-validator rejections sent back.
@@ -52,15 +62,21 @@ pub(crate) struct Charge {
 pub(crate) struct ToolRejections {
     /// The tool's rejections in this run, this one included.
     pub count: u32,
+    /// Its budget of rejections.
+    pub allowed: u32,
     /// Whether they are over the tool's budget: the run ends.
     pub over: bool,
 }
 
 impl Budget {
-    /// A budget with nothing spent.
-    pub(crate) fn new(limits: Limits) -> Self {
+    /// A budget with nothing spent, under the run's policy.
+    pub(crate) fn new(policy: &Policy) -> Self {
         Self {
-            limits,
+            limits: policy.limits,
+            policy: policy.clone(),
+            model_calls: 0,
+            tokens: Usage::default(),
+            coverage_asked: false,
             executed: 0,
             output_retries: 0,
             tool_rejections: HashMap::new(),
@@ -90,10 +106,34 @@ impl Budget {
         self.slot.repeats > self.limits.max_repeats
     }
 
-    /// The run's ending when a usage limit forbids another model call, given what it spent.
-    pub(crate) fn stops_asking(&self, model_calls: u32, usage: Usage) -> Option<Ending> {
-        let hit = self.limits.usage_limit_hit(model_calls, usage)?;
+    /// The run's ending when a usage limit forbids another model call.
+    pub(crate) fn stops_asking(&self) -> Option<Ending> {
+        let hit = self.limits.usage_limit_hit(self.model_calls, self.tokens)?;
         Some(stopped(StopReason::UsageLimit, hit.to_string()))
+    }
+
+    /// Counts a model call of the agent's model and its tokens.
+    pub(crate) fn asked(&mut self, usage: Usage) {
+        self.model_calls += 1;
+        self.tokens.input_tokens += usage.input_tokens;
+        self.tokens.output_tokens += usage.output_tokens;
+    }
+
+    /// Whether a satisfied answer may be sent back as `uncovered_request`: once per run, and
+    /// only while an action may still run.
+    pub(crate) fn may_ask_coverage(&self) -> bool {
+        !self.coverage_asked && self.may_act()
+    }
+
+    /// Counts the coverage question as asked.
+    pub(crate) fn ask_coverage(&mut self) {
+        self.coverage_asked = true;
+    }
+
+    /// Whether `tool`, `attempts` calls into this action, may be called again after a failure:
+    /// its retries (0 unless it is idempotent and within the retry scope) are not spent.
+    pub(crate) fn may_retry(&self, tool: &str, idempotent: bool, attempts: u32) -> bool {
+        attempts <= self.policy.retries_for(tool, idempotent)
     }
 
     /// Whether another tool action may run.
@@ -192,12 +232,14 @@ impl Budget {
         }
     }
 
-    /// Counts a `Retry` outcome of `tool`, whose budget of rejections is `allowed`.
-    pub(crate) fn tool_rejected(&mut self, tool: &str, allowed: u32) -> ToolRejections {
+    /// Counts a `Retry` outcome of `tool` against its budget of rejections.
+    pub(crate) fn tool_rejected(&mut self, tool: &str) -> ToolRejections {
+        let allowed = self.policy.rejections_for(tool);
         let count = self.tool_rejections.entry(tool.to_string()).or_default();
         *count += 1;
         ToolRejections {
             count: *count,
+            allowed,
             over: *count > allowed,
         }
     }
@@ -220,9 +262,12 @@ mod tests {
 
     #[test]
     fn corrections_are_counted_per_slot_and_end_the_run_once_spent() {
-        let mut budget = Budget::new(Limits {
-            max_corrections: 1,
-            ..Limits::default()
+        let mut budget = Budget::new(&Policy {
+            limits: Limits {
+                max_corrections: 1,
+                ..Limits::default()
+            },
+            ..Policy::default()
         });
         let invalid = rejection(Category::InvalidJson);
         let charge = budget.charge(&[&invalid]);
@@ -241,10 +286,13 @@ mod tests {
 
     #[test]
     fn output_retries_are_counted_per_run_apart_from_corrections() {
-        let mut budget = Budget::new(Limits {
-            max_corrections: 0,
-            output_retries: 1,
-            ..Limits::default()
+        let mut budget = Budget::new(&Policy {
+            limits: Limits {
+                max_corrections: 0,
+                output_retries: 1,
+                ..Limits::default()
+            },
+            ..Policy::default()
         });
         let output = rejection(Category::OutputRejected);
         assert!(budget.charge(&[&output]).exhausted.is_none());
@@ -263,10 +311,13 @@ mod tests {
 
     #[test]
     fn a_spent_action_budget_ends_the_run_as_max_actions() {
-        let mut budget = Budget::new(Limits {
-            max_actions: 1,
-            max_corrections: 0,
-            ..Limits::default()
+        let mut budget = Budget::new(&Policy {
+            limits: Limits {
+                max_actions: 1,
+                max_corrections: 0,
+                ..Limits::default()
+            },
+            ..Policy::default()
         });
         assert!(budget.may_act());
         budget.act();
@@ -281,7 +332,7 @@ mod tests {
 
     #[test]
     fn repeats_and_tool_outcomes_are_counted() {
-        let mut budget = Budget::new(Limits::default());
+        let mut budget = Budget::new(&Policy::default());
         budget.charge(&[&rejection(Category::RepeatedAction)]);
         assert_eq!(budget.repeats(), 1);
         assert!(!budget.repeats_spent());
@@ -290,10 +341,32 @@ mod tests {
             budget.repeats_spent(),
             "the second repeat leaves only the final answer"
         );
-        assert!(!budget.tool_rejected("calculator", 1).over);
-        let second = budget.tool_rejected("calculator", 1);
-        assert_eq!((second.count, second.over), (2, true));
         assert_eq!(budget.tool_failed("weather"), 1);
         assert_eq!(budget.tool_failed("weather"), 2);
+    }
+
+    #[test]
+    fn per_tool_allowances_model_calls_and_coverage_are_asked_of_the_budget() {
+        let mut policy = Policy::default();
+        policy.max_rejections = 1;
+        policy.limits.max_model_calls = Some(2);
+        let mut budget = Budget::new(&policy);
+        assert!(!budget.tool_rejected("calculator").over);
+        let second = budget.tool_rejected("calculator");
+        assert_eq!((second.count, second.allowed, second.over), (2, 1, true));
+
+        assert!(budget.may_retry("weather", true, 1));
+        assert!(!budget.may_retry("weather", true, 2));
+        assert!(!budget.may_retry("weather", false, 1), "no retry of a call that acts");
+
+        assert!(budget.stops_asking().is_none());
+        budget.asked(Usage::default());
+        budget.asked(Usage::default());
+        let ending = budget.stops_asking().expect("the model-call bound is reached");
+        assert_eq!(ending.stop_reason, StopReason::UsageLimit);
+
+        assert!(budget.may_ask_coverage());
+        budget.ask_coverage();
+        assert!(!budget.may_ask_coverage(), "coverage is asked once per run");
     }
 }

@@ -87,7 +87,6 @@ impl Run<'_> {
     ) -> ToolOutcome {
         let name = &action.tool;
         let breakers = self.agent.breakers.clone();
-        let retries = self.policy.retries_for(name, tool.idempotent());
         let mut delays = self
             .policy
             .retry
@@ -109,7 +108,10 @@ impl Run<'_> {
             }
             match outcome {
                 ToolOutcome::Failed(error)
-                    if record.attempts <= retries && state == BreakerState::Closed =>
+                    if self
+                        .budget
+                        .may_retry(name, tool.idempotent(), record.attempts)
+                        && state == BreakerState::Closed =>
                 {
                     let delay = delays.next().unwrap_or_default();
                     record.attempt_errors.push(AttemptRecord {
@@ -174,8 +176,7 @@ impl Run<'_> {
                 self.state
                     .failed
                     .insert(print, format!("{name} rejected it: {message}"));
-                let allowed = self.policy.rejections_for(&name);
-                let counted = self.budget.tool_rejected(&name, allowed);
+                let counted = self.budget.tool_rejected(&name);
                 record.outcome = StepOutcome::Rejected;
                 record.error = Some(message.clone());
                 self.rec.step(record, retried);
@@ -184,7 +185,7 @@ impl Run<'_> {
                 self.rec
                     .rejection(step, counted.count, &self.stage_of(step), &rejection);
                 if counted.over {
-                    let count = counted.count;
+                    let (count, allowed) = (counted.count, counted.allowed);
                     return Verdict::Stop(stopped(
                         StopReason::ToolFatal,
                         format!(

@@ -32,9 +32,6 @@ pub(crate) struct RunState {
     pub any_ok: bool,
     /// The actions that succeeded, in order.
     pub results: Vec<Success>,
-    /// Whether a final answer was already rejected as `uncovered_request`: that check asks
-    /// once per run, so a request part the answer does not need costs one round at most.
-    pub coverage_asked: bool,
     /// Fingerprints of failed actions, with their error.
     pub failed: BTreeMap<String, String>,
     /// Fingerprints of calls that returned the same result as an identical earlier call, with
@@ -154,7 +151,7 @@ impl<'a> Run<'a> {
             .as_ref()
             .map_or_else(|| agent.breakers.policy(), |p| p.breaker);
         let policy = options.policy.unwrap_or_else(|| agent.policy.clone());
-        let budget = Budget::new(policy.limits);
+        let budget = Budget::new(&policy);
         Ok(Self {
             agent,
             model,
@@ -193,8 +190,7 @@ impl<'a> Run<'a> {
         let mut correction: Option<CorrectionContext> = None;
         let mut rejected_reply: Option<String> = None;
         loop {
-            let model_calls = self.rec.usage().model_calls;
-            if let Some(ending) = self.budget.stops_asking(model_calls, self.rec.tokens()) {
+            if let Some(ending) = self.budget.stops_asking() {
                 return Ok(Some(ending));
             }
             let stage = Stage::new(step, self.budget.round());
@@ -231,7 +227,7 @@ impl<'a> Run<'a> {
                 .iter()
                 .any(|(r, _)| r.category == Category::UncoveredRequest)
             {
-                self.state.coverage_asked = true;
+                self.budget.ask_coverage();
             }
             let signature = signature(&reply);
             correction = Some(self.correction_context(first, signature.clone()));
@@ -339,6 +335,7 @@ impl<'a> Run<'a> {
             Ok(reply) => {
                 let identical =
                     rejected_reply.is_some_and(|previous| previous == signature(&reply));
+                self.budget.asked(reply.usage);
                 self.rec.model_call(&request, &reply, latency_ms, identical);
                 Ok(reply)
             }

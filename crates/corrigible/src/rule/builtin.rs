@@ -206,7 +206,7 @@ impl Rule for UncoveredRequest {
 
     fn check_final(&self, answer: &Final, evidence: &Evidence<'_>) -> Option<String> {
         let run = evidence.run;
-        if !answer.satisfied || run.state.coverage_asked || !run.budget.may_act() {
+        if !answer.satisfied || !run.budget.may_ask_coverage() {
             return None;
         }
         let uncovered = run.uncovered();
