@@ -5,7 +5,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use async_trait::async_trait;
-use corrigible::policy::BreakerStore;
+use corrigible::policy::{Backoff, BreakerStore, Jitter};
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
 use sqlx::{Row, SqlitePool};
 
@@ -33,20 +33,43 @@ pub struct SqliteStore {
     _checkpoints: Option<Arc<Checkpoints>>,
 }
 
+/// How long instances that start together on one new file wait for each other, at most: the
+/// sum of the schedule's delays before jitter.
+const STARTUP_WAIT: Duration = Duration::from_secs(14);
+
+/// The waits between start-up tries: growing from 20 ms to 500 ms, each drawn at random up to
+/// its bound so that racing instances spread out, until [`STARTUP_WAIT`] is spent.
+fn startup_waits() -> impl Iterator<Item = Duration> {
+    let backoff = Backoff::new(
+        Duration::from_millis(20),
+        1.5,
+        Duration::from_millis(500),
+        Jitter::Full,
+    )
+    .unwrap_or_default();
+    let mut spent = Duration::ZERO;
+    let mut bounds = (0u32..).map(move |n| backoff.base_delay(n));
+    backoff
+        .delays(u64::from(std::process::id()))
+        .take_while(move |_| {
+            spent += bounds.next().unwrap_or_default();
+            spent <= STARTUP_WAIT
+        })
+}
+
 /// Applies the embedded migrations. sqlx takes no lock for SQLite, so instances that start
 /// together on a new file race: the loser's `CREATE TABLE` fails once the winner's is
 /// committed. A second try then finds the migration recorded and skips it, so failures are
-/// retried for a few seconds before one is returned.
+/// retried through [`startup_waits`] before one is returned.
 async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
-    let mut tries = 0;
+    let mut waits = startup_waits();
     loop {
         match sqlx::migrate!("./migrations/sqlite").run(pool).await {
             Ok(()) => return Ok(()),
-            Err(error) if tries >= 50 => return Err(error.into()),
-            Err(_) => {
-                tries += 1;
-                tokio::time::sleep(Duration::from_millis(100)).await;
-            }
+            Err(error) => match waits.next() {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => return Err(error.into()),
+            },
         }
     }
 }
@@ -54,20 +77,19 @@ async fn migrate(pool: &SqlitePool) -> Result<(), StoreError> {
 /// Connects the pool. Its first connection switches a new file to WAL, which needs the
 /// file's write lock; SQLite answers "database is locked" at once, without waiting its busy
 /// timeout, to a connection that would otherwise deadlock with another one doing the same.
-/// So instances that start together on a new file retry that, waiting a little longer each
-/// time, for up to about 14 s in all.
+/// So instances that start together on a new file retry that through [`startup_waits`].
 async fn connect(
     pool: SqlitePoolOptions,
     options: SqliteConnectOptions,
 ) -> Result<SqlitePool, StoreError> {
-    let mut tries = 0;
+    let mut waits = startup_waits();
     loop {
         match pool.clone().connect_with(options.clone()).await {
             Ok(pool) => return Ok(pool),
-            Err(error) if tries < 50 && is_busy(&error) => {
-                tries += 1;
-                tokio::time::sleep(Duration::from_millis(20 + 10 * tries)).await;
-            }
+            Err(error) if is_busy(&error) => match waits.next() {
+                Some(wait) => tokio::time::sleep(wait).await,
+                None => return Err(error.into()),
+            },
             Err(error) => return Err(error.into()),
         }
     }
@@ -415,7 +437,19 @@ impl RunStore for SqliteStore {
 
 #[cfg(test)]
 mod tests {
-    use super::SqliteStore;
+    use super::{STARTUP_WAIT, SqliteStore, startup_waits};
+
+    #[test]
+    fn start_up_waits_grow_spread_and_end() {
+        let waits: Vec<std::time::Duration> = startup_waits().collect();
+        assert!(waits.len() > 20, "{}", waits.len());
+        assert!(waits.iter().sum::<std::time::Duration>() <= STARTUP_WAIT);
+        assert!(
+            waits
+                .iter()
+                .all(|w| *w <= std::time::Duration::from_millis(500))
+        );
+    }
 
     #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
     async fn instances_that_open_one_new_file_together_all_start() {
