@@ -117,14 +117,12 @@ fn unable() -> WorkedExample {
 }
 
 /// The default worked examples for an agent with the tools named `tools`: one answered
-/// directly, one declined, one answered from knowledge (the three with no tool call, which
-/// took Qwen2.5-Coder-1.5B from 2/36 to 32/36 on `honest-dev`), then one for each of time,
-/// weather and calculator among them, in that order, and
-/// a word problem when the calculator is the only built-in tool. With the other tools offered
-/// the word problem is left out: measured on `tools:test`, SmolLM2-135M fell from 13/30 to
-/// 10/30 with it.
+/// directly, one declined, one answered from knowledge (the three with no tool call teach a
+/// small model when not to call one), then one for each of time, weather and calculator among
+/// them, in that order, and a word problem when the calculator is the only built-in tool (with
+/// the other tools offered it costs a small model more tasks than it gains).
 /// None when no built-in tool is among them: examples without a tool call alone teach a small
-/// model never to call a tool (measured on BFCL: every task answered without a call).
+/// model never to call a tool. The measurements are in `docs/benchmarks.md`.
 pub fn builtin_examples<S: AsRef<str>>(tools: &[S]) -> Vec<WorkedExample> {
     let has = |name: &str| tools.iter().any(|t| t.as_ref() == name);
     let mut examples = vec![direct(), unable(), knowledge()];

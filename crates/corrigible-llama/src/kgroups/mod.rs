@@ -141,8 +141,8 @@ impl Avx2 {
 
 /// Whether the group kernels ask for the bytes ahead of the block they read
 /// (`kmatrix::prefetch_ahead`). Not on AMD CPUs, whose hardware prefetchers follow a group
-/// block's lines, read from start to end, by themselves: on an AMD EPYC, Qwen decoded at a
-/// median 41.8 tok/s without the asks against 31.0 with them (`docs/benchmarks.md`).
+/// block's lines, read from start to end, by themselves: there the asks slow decoding down
+/// (`docs/benchmarks.md`).
 /// `CORRIGIBLE_GROUP_PREFETCH=1` or `=0` decides instead.
 fn ask_ahead() -> bool {
     static ASK: std::sync::OnceLock<bool> = std::sync::OnceLock::new();
