@@ -1,8 +1,8 @@
 //! GSM8K: grade-school math word problems, answered with the calculator.
 //!
 //! The data are the first 200 problems of the GSM8K test set (Cobbe et al., 2021; MIT
-//! license), in `bench/data/gsm8k/` with their license and attribution. They are split in
-//! two: `gsm8k:dev` (problems 0–99) is for tuning, `gsm8k:test` (problems 100–199) is for
+//! license), in this crate's `data/gsm8k/` with their license and attribution. They are split
+//! in two: `gsm8k:dev` (problems 0–99) is for tuning, `gsm8k:test` (problems 100–199) is for
 //! reporting only; `gsm8k:heldout` (test problems 200–499, from a second file) is a fresh
 //! split, reported once per change. The agent is asked the problem as written, as a user would ask it; the
 //! `bare` policy the problem and its own instruction. A run passes when the number its final
@@ -16,10 +16,10 @@ use crate::error::BenchError;
 use crate::suite::{Grade, Split, Task, TaskKind};
 
 /// The embedded problems of the dev and test splits.
-pub const DATA: &str = include_str!("../../../bench/data/gsm8k/test-first200.jsonl");
+pub const DATA: &str = include_str!("../data/gsm8k/test-first200.jsonl");
 
 /// The embedded problems of the held-out split: GSM8K test problems 200-499.
-pub const HELDOUT_DATA: &str = include_str!("../../../bench/data/gsm8k/test-200-499.jsonl");
+pub const HELDOUT_DATA: &str = include_str!("../data/gsm8k/test-200-499.jsonl");
 
 /// Problems in the dev split; the rest are the test split.
 pub const DEV_PROBLEMS: usize = 100;

@@ -12,8 +12,7 @@ use crate::policy::PolicyKind;
 use crate::progress;
 use crate::suite::{Suite, SuiteSpec};
 
-/// Makes the model for one run: a replay restarts from its first line, others are shared.
-pub type ModelFactory = Arc<dyn Fn() -> Arc<dyn Model> + Send + Sync>;
+pub use corrigible::ModelFactory;
 
 /// One model column group: the embedded model in one constraint mode, or any other model.
 #[derive(Clone)]

@@ -1,6 +1,6 @@
 //! The built-in tools suite: calculator, time and weather tasks with exact expected results.
 //!
-//! Tasks live in `bench/data/tools.jsonl`, one JSON object a line:
+//! Tasks live in `data/tools.jsonl` (in this crate), one JSON object a line:
 //! `{"id", "difficulty", "prompt", "answer": [accepted results…], "tool", "args": [zone or
 //! city…], "calls"}`. The weather tool is served by a local fake Open-Meteo server started
 //! by the bench, and the time tool's clock is fixed at [`FIXED_NOW`], so every expected
@@ -19,10 +19,10 @@ use crate::error::BenchError;
 use crate::suite::{Grade, Task, TaskKind};
 
 /// The embedded suite file.
-pub const BUILTIN: &str = include_str!("../../../bench/data/tools.jsonl");
+pub const BUILTIN: &str = include_str!("../data/tools.jsonl");
 
 /// The held-out suite: tasks of other kinds, never tuned on.
-pub const HELDOUT: &str = include_str!("../../../bench/data/tools-heldout.jsonl");
+pub const HELDOUT: &str = include_str!("../data/tools-heldout.jsonl");
 
 /// The time tool's "now" during the bench (the fake weather server's observation time too).
 pub const FIXED_NOW: &str = "2026-01-15T12:00:00Z";

@@ -1,7 +1,7 @@
 //! The default policy sends back no correct trajectory of the corpus, and the corpus itself
 //! replays as written.
 
-use corrigible::{Checks, Policy};
+use corrigible::{Category, Checks, Policy};
 use corrigible_bench::correct::{RuleSet, run_corpus_with, trajectory};
 
 #[tokio::test]
@@ -54,7 +54,11 @@ struct DevSet {
 /// Runs `rule` alone over the built-in corpus, asserting that it sends back no correct work.
 async fn rule_alone(rule: &str, prefix: &str) -> DevSet {
     let corpus = trajectory::builtin().unwrap();
-    let sets = [RuleSet::new(rule, Checks::only(rule).unwrap())];
+    let category = Category::ALL
+        .into_iter()
+        .find(|c| c.as_str() == rule)
+        .unwrap();
+    let sets = [RuleSet::new(rule, Checks::only(category).unwrap())];
     let report = run_corpus_with(&corpus, &sets).await.unwrap();
     let row = report.row(rule).unwrap();
     let table = corrigible_bench::correct::table(&report);
@@ -145,7 +149,7 @@ async fn a_rule_of_ones_own_is_measured_on_both_sides_of_the_corpus() {
         RuleSet::rule(std::sync::Arc::new(NoApology)),
         RuleSet::new(
             "declined_request",
-            Checks::only("declined_request").unwrap(),
+            Checks::only(Category::DeclinedRequest).unwrap(),
         ),
     ];
     let report = run_corpus_with(&corpus, &sets).await.unwrap();

@@ -184,9 +184,11 @@ fn a_thoughts_recalculations_are_shown_under_it() {
 
 #[test]
 fn the_example_replay_repairs_and_corrects() {
+    // The replay of corrigible's example (`cargo run -p corrigible --example agent`), read
+    // where it lives when the test runs in this repository.
     let path = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/replays/correction.jsonl"
+        "/../corrigible/examples/replays/correction.jsonl"
     );
     let out = corrigible(&[
         "run",

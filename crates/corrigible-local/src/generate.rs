@@ -14,7 +14,7 @@ const PREFILL_CHUNK: usize = 256;
 
 /// Why generation ended.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum StopReason {
+pub enum GenerationEnd {
     /// The model produced an end-of-turn token.
     EndOfTurn,
     /// The grammar was complete.
@@ -33,7 +33,7 @@ pub struct Generation {
     /// Prompt tokens whose keys and values were reused from the previous call.
     pub reused: usize,
     /// Why it ended.
-    pub stop: StopReason,
+    pub stop: GenerationEnd,
     /// The stop token that ended it, when one did (it is not in `tokens`).
     pub stop_token: Option<u32>,
     /// Time spent pre-filling the prompt.
@@ -216,10 +216,10 @@ impl Runner {
                 .as_ref()
                 .is_some_and(Constraint::is_stopped)
             {
-                break StopReason::GrammarComplete;
+                break GenerationEnd::GrammarComplete;
             }
             if tokens.len() >= max_tokens {
-                break StopReason::MaxTokens;
+                break GenerationEnd::MaxTokens;
             }
             if let Some(c) = params.constraint.as_mut() {
                 c.mask(&mut logits)?;
@@ -249,7 +249,7 @@ impl Runner {
             };
             if params.stop_tokens.contains(&token) {
                 stop_token = Some(token);
-                break StopReason::EndOfTurn;
+                break GenerationEnd::EndOfTurn;
             }
             tokens.push(token);
             if let Some(c) = params.constraint.as_mut() {
@@ -260,10 +260,10 @@ impl Runner {
                 .as_ref()
                 .is_some_and(Constraint::is_stopped)
             {
-                break StopReason::GrammarComplete;
+                break GenerationEnd::GrammarComplete;
             }
             if tokens.len() >= max_tokens {
-                break StopReason::MaxTokens;
+                break GenerationEnd::MaxTokens;
             }
             if params.closers.is_some()
                 && loops_cut < MAX_CUTS
@@ -356,7 +356,7 @@ mod tests {
             tokens: vec![1, 2, 3],
             prefilled: 0,
             reused: 0,
-            stop: StopReason::EndOfTurn,
+            stop: GenerationEnd::EndOfTurn,
             stop_token: None,
             prefill_time: Duration::ZERO,
             decode_time: Duration::ZERO,

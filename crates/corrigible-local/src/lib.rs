@@ -35,7 +35,7 @@ pub use constraint::{StringCaps, constraint_schema, narrowed_schema};
 pub use correction::{CORRECTION_TEMPERATURE, CORRECTION_TOP_P, MAX_RESAMPLES, correction_seed};
 pub use corrigible_llama::{Weights, inference_threads};
 pub use error::{FETCH_COMMAND, LocalError};
-pub use generate::{Generation, StopReason};
+pub use generate::{Generation, GenerationEnd};
 pub use gguf::{check_gguf, read_header};
 pub use model::LocalModel;
 pub use path::{

@@ -17,7 +17,7 @@ use crate::config::{Constrain, LocalConfig};
 use crate::constraint::{Guide, StringCaps, constraint_schema, narrowed_schema};
 use crate::correction::CorrectionDecoding;
 use crate::error::LocalError;
-use crate::generate::{Ban, DecodeParams, Generation, Runner, StopReason, common_prefix};
+use crate::generate::{Ban, DecodeParams, Generation, GenerationEnd, Runner, common_prefix};
 use crate::prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 use crate::sampler::Sampler;
 use crate::template::ChatTemplate;
@@ -421,7 +421,7 @@ impl Inner {
             let stop = generation
                 .stop_token
                 .filter(|t| !self.tokenizer.stop_tokens().contains(t));
-            let mut ends = generation.stop == StopReason::MaxTokens;
+            let mut ends = generation.stop == GenerationEnd::MaxTokens;
             decoded.truncated = ends;
             match stop {
                 None => ends = true,

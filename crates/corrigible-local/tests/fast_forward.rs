@@ -3,7 +3,7 @@
 
 mod common;
 
-use corrigible_local::StopReason;
+use corrigible_local::GenerationEnd;
 use serde_json::json;
 
 const PROMPT: &str = "<|im_start|>user\nGreet me in one word.<|im_end|>\n<|im_start|>assistant\n";
@@ -53,7 +53,7 @@ fn a_reply_the_grammar_fixes_whole_is_fed_with_the_prompt() {
         "{text}"
     );
     assert_eq!(generation.forced, generation.tokens.len(), "{generation:?}");
-    assert_eq!(generation.stop, StopReason::GrammarComplete);
+    assert_eq!(generation.stop, GenerationEnd::GrammarComplete);
     assert_eq!(generation.least_certain(), None);
 }
 
@@ -69,5 +69,5 @@ fn forced_tokens_stop_at_the_token_bound() {
         .generate(PROMPT, Some(&schema))
         .expect("generates");
     assert_eq!(generation.tokens.len(), 3, "{generation:?}");
-    assert_eq!(generation.stop, StopReason::MaxTokens);
+    assert_eq!(generation.stop, GenerationEnd::MaxTokens);
 }

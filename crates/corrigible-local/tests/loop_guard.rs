@@ -3,7 +3,7 @@
 
 mod common;
 
-use corrigible_local::StopReason;
+use corrigible_local::GenerationEnd;
 
 #[test]
 fn a_run_of_zeros_is_cut_to_one_and_the_string_closed() {
@@ -39,5 +39,5 @@ fn without_a_loop_nothing_is_cut() {
         )
         .expect("generates");
     assert_eq!(generation.loops_cut, 0);
-    assert_ne!(generation.stop, StopReason::MaxTokens);
+    assert_ne!(generation.stop, GenerationEnd::MaxTokens);
 }

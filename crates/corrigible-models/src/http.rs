@@ -9,7 +9,7 @@ use serde::Serialize;
 
 use crate::error::ModelsError;
 use crate::options::{ApiKey, ProviderOptions};
-use crate::retry::{RetryPolicy, parse_retry_after};
+use crate::retry::{TransportRetry, parse_retry_after};
 use crate::spec::Provider;
 
 /// A provider's successful answer: its body and how many transport retries it took.
@@ -24,7 +24,7 @@ pub(crate) struct Transport {
     /// For a streamed body: no bound on the whole response, which may outlast the request
     /// timeout while tokens keep coming, but each read waits at most the request timeout.
     stream_client: reqwest::Client,
-    policy: RetryPolicy,
+    policy: TransportRetry,
     provider: Provider,
     key: Option<ApiKey>,
 }

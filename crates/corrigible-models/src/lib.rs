@@ -8,7 +8,7 @@
 //!   filling the API key and base URL from the environment.
 //!
 //! Transport failures (connection errors, 429, 5xx, 529) are retried within a
-//! [`RetryPolicy`], recorded in `ModelReply::transport_retries`, and never count as
+//! [`TransportRetry`], recorded in `ModelReply::transport_retries`, and never count as
 //! corrections; when the retries run out the call fails with `ModelError::Transport`.
 //! Other 4xx answers are `ModelError::Config` with the provider's message. API keys never
 //! appear in `Debug` output, logs or error messages.
@@ -34,7 +34,7 @@ pub use gemini::GeminiModel;
 pub use openai::{ChatEndpoint, EndpointAnswer, OpenAiModel};
 pub use options::{ApiKey, ProviderOptions, Timeouts};
 pub use replay::{ReplayError, ReplayModel};
-pub use retry::{InvalidPolicy, RetryPolicy};
+pub use retry::{InvalidTransportRetry, TransportRetry};
 pub use spec::{ModelSpec, Provider};
 
 /// The configured base URL without trailing slashes, or the provider's default.

@@ -3,7 +3,7 @@
 use std::fmt;
 use std::time::Duration;
 
-use crate::retry::RetryPolicy;
+use crate::retry::TransportRetry;
 use crate::spec::Provider;
 
 /// An API key. Its `Debug` never shows it, it has no `Display` and is never serialized.
@@ -66,7 +66,7 @@ pub struct ProviderOptions {
     /// HTTP timeouts.
     pub timeouts: Timeouts,
     /// Transport retries (connection errors, 429, 5xx, 529).
-    pub retry: RetryPolicy,
+    pub retry: TransportRetry,
     /// Maximum tokens generated per call (Anthropic requires one: default 4096).
     pub max_output_tokens: Option<u32>,
     /// Sampling temperature, when set.

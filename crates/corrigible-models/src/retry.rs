@@ -7,18 +7,18 @@ use corrigible::policy::{Backoff, Jitter};
 /// A retry policy that cannot be built.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("invalid retry policy: {0}")]
-pub struct InvalidPolicy(String);
+pub struct InvalidTransportRetry(String);
 
 /// Transport retries of one model call: the engine's exponential [`Backoff`] (doubling, full
 /// jitter), honouring `Retry-After` up to a cap. Never counted as corrections.
 #[derive(Debug, Clone, Copy, PartialEq)]
-pub struct RetryPolicy {
+pub struct TransportRetry {
     max_retries: u32,
     backoff: Backoff,
     retry_after_cap: Duration,
 }
 
-impl Default for RetryPolicy {
+impl Default for TransportRetry {
     /// 2 retries, 500 ms doubling up to 30 s, with jitter; `Retry-After` honoured up to 60 s.
     fn default() -> Self {
         Self {
@@ -29,21 +29,21 @@ impl Default for RetryPolicy {
     }
 }
 
-impl RetryPolicy {
+impl TransportRetry {
     /// `max_retries` retries (0 disables them), waiting `initial_backoff`, doubling, at most
     /// `max_backoff`.
     pub fn new(
         max_retries: u32,
         initial_backoff: Duration,
         max_backoff: Duration,
-    ) -> Result<Self, InvalidPolicy> {
+    ) -> Result<Self, InvalidTransportRetry> {
         if max_backoff < initial_backoff {
-            return Err(InvalidPolicy(format!(
+            return Err(InvalidTransportRetry(format!(
                 "max_backoff ({max_backoff:?}) is shorter than initial_backoff ({initial_backoff:?})"
             )));
         }
         let backoff = Backoff::new(initial_backoff, 2.0, max_backoff, Jitter::Full)
-            .map_err(|e| InvalidPolicy(e.to_string()))?;
+            .map_err(|e| InvalidTransportRetry(e.to_string()))?;
         Ok(Self {
             max_retries,
             backoff,
@@ -109,7 +109,7 @@ mod tests {
 
     #[test]
     fn schedule_doubles_up_to_the_cap() {
-        let p = RetryPolicy::new(4, Duration::from_millis(500), Duration::from_secs(1)).unwrap();
+        let p = TransportRetry::new(4, Duration::from_millis(500), Duration::from_secs(1)).unwrap();
         let waits: Vec<_> = p.schedule().collect();
         assert_eq!(
             waits,
@@ -119,16 +119,16 @@ mod tests {
 
     #[test]
     fn next_delay_stops_after_the_budget() {
-        let p = RetryPolicy::default().with_jitter(false);
+        let p = TransportRetry::default().with_jitter(false);
         assert_eq!(p.next_delay(0, None), Some(Duration::from_millis(500)));
         assert_eq!(p.next_delay(1, None), Some(Duration::from_secs(1)));
         assert_eq!(p.next_delay(2, None), None);
-        assert_eq!(RetryPolicy::none().next_delay(0, None), None);
+        assert_eq!(TransportRetry::none().next_delay(0, None), None);
     }
 
     #[test]
     fn jitter_stays_under_the_nominal_wait() {
-        let p = RetryPolicy::default();
+        let p = TransportRetry::default();
         for _ in 0..50 {
             assert!(p.next_delay(1, None).unwrap() <= Duration::from_secs(1));
         }
@@ -136,7 +136,7 @@ mod tests {
 
     #[test]
     fn retry_after_is_honoured_and_capped() {
-        let p = RetryPolicy::default().with_retry_after_cap(Duration::from_secs(5));
+        let p = TransportRetry::default().with_retry_after_cap(Duration::from_secs(5));
         assert_eq!(
             p.next_delay(0, Some(Duration::from_secs(3))),
             Some(Duration::from_secs(3))
@@ -153,6 +153,6 @@ mod tests {
 
     #[test]
     fn rejects_inverted_bounds() {
-        assert!(RetryPolicy::new(1, Duration::from_secs(2), Duration::from_secs(1)).is_err());
+        assert!(TransportRetry::new(1, Duration::from_secs(2), Duration::from_secs(1)).is_err());
     }
 }

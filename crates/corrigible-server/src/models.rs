@@ -9,8 +9,7 @@ use corrigible_models::{ModelSpec, ModelsError, ProviderOptions, ReplayModel};
 
 use crate::scheduler::CallScheduler;
 
-/// Makes the model of one run; called once per run.
-pub type ModelFactory = Arc<dyn Fn() -> Arc<dyn Model> + Send + Sync>;
+pub use corrigible::ModelFactory;
 
 /// A factory that restarts `replay` from its first line for every run, so demos and load
 /// tests are repeatable.

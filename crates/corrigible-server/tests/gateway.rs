@@ -106,7 +106,7 @@ fn endpoint(model: &str, base_url: String) -> ChatEndpoint {
         model,
         ProviderOptions {
             base_url: Some(base_url),
-            retry: corrigible_models::RetryPolicy::none(),
+            retry: corrigible_models::TransportRetry::none(),
             ..Default::default()
         },
     )

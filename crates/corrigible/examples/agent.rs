@@ -11,7 +11,7 @@ use corrigible_tools::Calculator;
 async fn main() -> Result<(), Box<dyn std::error::Error>> {
     let script = concat!(
         env!("CARGO_MANIFEST_DIR"),
-        "/../../examples/replays/correction.jsonl"
+        "/examples/replays/correction.jsonl"
     );
     let agent = Agent::builder(ReplayModel::from_file(script)?)
         .typed_tool(Calculator)

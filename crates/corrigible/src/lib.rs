@@ -37,8 +37,8 @@ pub use examples::{ExampleStep, WorkedExample};
 pub use layer::ModelLayer;
 pub use message::{Message, MessageKind, Role, ToolCall};
 pub use model::{
-    Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, Recalculation, ToolSpec,
-    Usage,
+    Model, ModelError, ModelFactory, ModelReply, ModelRequest, Protocol, Reasoning, Recalculation,
+    ToolSpec, Usage,
 };
 pub use policy::{Checks, Limits, Policy, Profile, ToolPolicy};
 pub use probe::{ProbeFinding, ProtocolReason, probe_tool_calling};

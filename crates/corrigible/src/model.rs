@@ -193,6 +193,10 @@ pub enum ModelError {
     Other(String),
 }
 
+/// Makes the model of one run: a server calls it once per run, a bench once per task, so a
+/// stateful model (a replay) can start afresh each time.
+pub type ModelFactory = std::sync::Arc<dyn Fn() -> std::sync::Arc<dyn Model> + Send + Sync>;
+
 /// A language model: takes the conversation and tool declarations, returns a reply.
 #[async_trait]
 pub trait Model: Send + Sync {

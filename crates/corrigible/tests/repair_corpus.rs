@@ -1,4 +1,4 @@
-//! The repair corpus (bench/data/repair): no damaged reply is ever read as a value other than
+//! The repair corpus (tests/data/repair): no damaged reply is ever read as a value other than
 //! the one it means, and at least 85% are handled correctly (recovered, or rightly refused).
 //! Only an object is a reading the engine acts on; any other JSON value is refused by
 //! normalization. With `REPAIR_CORPUS_OUT=FILE`, the value read for each case (or null) is
@@ -19,7 +19,7 @@ struct Case {
 }
 
 fn corpus() -> Vec<Case> {
-    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/data/repair");
+    let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/repair");
     let mut files: Vec<_> = std::fs::read_dir(&dir)
         .expect("the corpus directory")
         .map(|e| e.unwrap().path())

@@ -1,4 +1,4 @@
-//! BFCL's AST checker rules, in Rust (as summarised in `bench/data/bfcl/README.md`).
+//! BFCL's AST checker rules, in Rust (as summarised in `data/bfcl/README.md`).
 //!
 //! Per call: the name matches, every required parameter is present, no parameter is
 //! unexpected (undeclared or absent from the answer), each value has the declared type (an

@@ -1,12 +1,12 @@
-//! The BFCL subset, embedded in the binary (see `bench/data/bfcl/README.md` for its source,
+//! The BFCL subset, embedded in the binary (see `data/bfcl/README.md` for its source,
 //! version and license).
 
 use super::BfclCategory;
 
-const SIMPLE: &str = include_str!("../../../../bench/data/bfcl/simple.jsonl");
-const MULTIPLE: &str = include_str!("../../../../bench/data/bfcl/multiple.jsonl");
-const PARALLEL: &str = include_str!("../../../../bench/data/bfcl/parallel.jsonl");
-const IRRELEVANCE: &str = include_str!("../../../../bench/data/bfcl/irrelevance.jsonl");
+const SIMPLE: &str = include_str!("../../data/bfcl/simple.jsonl");
+const MULTIPLE: &str = include_str!("../../data/bfcl/multiple.jsonl");
+const PARALLEL: &str = include_str!("../../data/bfcl/parallel.jsonl");
+const IRRELEVANCE: &str = include_str!("../../data/bfcl/irrelevance.jsonl");
 
 /// The JSONL text of `category`.
 pub fn text(category: BfclCategory) -> &'static str {

@@ -62,9 +62,9 @@ impl RuleSet {
     /// The contract alone, each evidence rule alone, then both profiles.
     pub fn all() -> Vec<RuleSet> {
         let mut sets = vec![RuleSet::new("contract", Checks::NONE)];
-        for (name, _) in Checks::STRICT.rules() {
-            if let Some(checks) = Checks::only(name) {
-                sets.push(RuleSet::new(name, checks));
+        for (category, _) in Checks::STRICT.rules() {
+            if let Some(checks) = Checks::only(category) {
+                sets.push(RuleSet::new(category.as_str(), checks));
             }
         }
         sets.push(RuleSet::new("precise", Checks::PRECISE));

@@ -9,39 +9,34 @@ use crate::error::BenchError;
 /// The built-in corpus files: correct work (hand-written, GSM8K solutions, BFCL ground truth)
 /// and mistakes: real ones of the embedded models (wrong answers of bench runs, slips in a
 /// thought before the answer, and a worked example's answer copied for another question), and
-/// hand-written claims of actions no tool carried out.
-const BUILTIN: [(&str, &str); 8] = [
-    (
-        "hand.jsonl",
-        include_str!("../../../../bench/data/correct/hand.jsonl"),
-    ),
+/// hand-written claims of actions no tool carried out. Each is its file name under this
+/// crate's `data/correct/` and its text.
+pub const BUILTIN: [(&str, &str); 8] = [
+    ("hand.jsonl", include_str!("../../data/correct/hand.jsonl")),
     (
         "gsm8k.jsonl",
-        include_str!("../../../../bench/data/correct/gsm8k.jsonl"),
+        include_str!("../../data/correct/gsm8k.jsonl"),
     ),
-    (
-        "bfcl.jsonl",
-        include_str!("../../../../bench/data/correct/bfcl.jsonl"),
-    ),
+    ("bfcl.jsonl", include_str!("../../data/correct/bfcl.jsonl")),
     (
         "mistakes.jsonl",
-        include_str!("../../../../bench/data/correct/mistakes.jsonl"),
+        include_str!("../../data/correct/mistakes.jsonl"),
     ),
     (
         "claims.jsonl",
-        include_str!("../../../../bench/data/correct/claims.jsonl"),
+        include_str!("../../data/correct/claims.jsonl"),
     ),
     (
         "slips.jsonl",
-        include_str!("../../../../bench/data/correct/slips.jsonl"),
+        include_str!("../../data/correct/slips.jsonl"),
     ),
     (
         "echoes.jsonl",
-        include_str!("../../../../bench/data/correct/echoes.jsonl"),
+        include_str!("../../data/correct/echoes.jsonl"),
     ),
     (
         "declines.jsonl",
-        include_str!("../../../../bench/data/correct/declines.jsonl"),
+        include_str!("../../data/correct/declines.jsonl"),
     ),
 ];
 
@@ -134,7 +129,7 @@ pub fn parse(label: &str, text: &str) -> Result<Vec<Trajectory>, BenchError> {
     Ok(out)
 }
 
-/// The built-in corpus: every file under `bench/data/correct/`.
+/// The built-in corpus: every file of [`BUILTIN`] (`data/correct/` in this crate).
 pub fn builtin() -> Result<Vec<Trajectory>, BenchError> {
     let mut all = Vec::new();
     for (label, text) in BUILTIN {

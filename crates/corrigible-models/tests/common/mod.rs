@@ -13,7 +13,7 @@ use axum::http::{HeaderMap, StatusCode, Uri};
 use axum::response::{IntoResponse, Response};
 use corrigible::decision::final_answer_spec;
 use corrigible::{Message, MessageKind, ModelRequest, Protocol, Stage, ToolCall, ToolSpec};
-use corrigible_models::{ApiKey, ProviderOptions, RetryPolicy};
+use corrigible_models::{ApiKey, ProviderOptions, TransportRetry};
 use serde_json::{Value, json};
 
 pub const KEY: &str = "test-secret-key-0123456789";
@@ -139,7 +139,7 @@ pub fn options(base: &str) -> ProviderOptions {
     ProviderOptions {
         base_url: Some(base.to_string()),
         api_key: Some(ApiKey::new(KEY)),
-        retry: RetryPolicy::new(2, Duration::from_millis(1), Duration::from_millis(5))
+        retry: TransportRetry::new(2, Duration::from_millis(1), Duration::from_millis(5))
             .unwrap()
             .with_retry_after_cap(Duration::from_millis(20)),
         ..ProviderOptions::default()

@@ -347,8 +347,10 @@ mod tests {
 
     #[test]
     fn per_tool_allowances_model_calls_and_coverage_are_asked_of_the_budget() {
-        let mut policy = Policy::default();
-        policy.max_rejections = 1;
+        let mut policy = Policy {
+            max_rejections: 1,
+            ..Policy::default()
+        };
         policy.limits.max_model_calls = Some(2);
         let mut budget = Budget::new(&policy);
         assert!(!budget.tool_rejected("calculator").over);
@@ -357,12 +359,17 @@ mod tests {
 
         assert!(budget.may_retry("weather", true, 1));
         assert!(!budget.may_retry("weather", true, 2));
-        assert!(!budget.may_retry("weather", false, 1), "no retry of a call that acts");
+        assert!(
+            !budget.may_retry("weather", false, 1),
+            "no retry of a call that acts"
+        );
 
         assert!(budget.stops_asking().is_none());
         budget.asked(Usage::default());
         budget.asked(Usage::default());
-        let ending = budget.stops_asking().expect("the model-call bound is reached");
+        let ending = budget
+            .stops_asking()
+            .expect("the model-call bound is reached");
         assert_eq!(ending.stop_reason, StopReason::UsageLimit);
 
         assert!(budget.may_ask_coverage());

@@ -102,7 +102,7 @@ impl Run<'_> {
             reasoning,
         };
         let builtin = BUILTIN.iter().copied().filter(|rule| {
-            self.policy.checks.is_on(rule.name())
+            self.policy.checks.is_on(rule.category())
                 && !self.agent.without_rules.iter().any(|n| n == rule.name())
         });
         let own = self.agent.rules.iter().map(|rule| rule.as_ref());

@@ -484,7 +484,7 @@ mod tests {
 
     #[test]
     fn the_worked_solutions_of_gsm8k_hold() {
-        let data = include_str!("../../../../bench/data/gsm8k/test-first200.jsonl");
+        let data = corrigible_bench::gsm8k::DATA;
         let mut read = 0;
         for line in data.lines() {
             let row: serde_json::Value = serde_json::from_str(line).unwrap();

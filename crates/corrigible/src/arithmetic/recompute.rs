@@ -198,7 +198,7 @@ mod tests {
 
     #[test]
     fn the_worked_solutions_of_gsm8k_are_left_as_written() {
-        let data = include_str!("../../../../bench/data/gsm8k/test-first200.jsonl");
+        let data = corrigible_bench::gsm8k::DATA;
         for line in data.lines() {
             let row: serde_json::Value = serde_json::from_str(line).unwrap();
             let solution = row["solution"].as_str().unwrap();

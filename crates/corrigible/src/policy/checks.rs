@@ -1,5 +1,7 @@
 use serde::{Deserialize, Serialize};
 
+use crate::correction::rejection::Category;
+
 use crate::evidence::grounding::Grounding;
 
 /// The evidence rules that judge a decision beyond its contract (valid JSON, a registered tool,
@@ -82,24 +84,26 @@ impl Checks {
         repeated_action: false,
     };
 
-    /// Each rule's name (its rejection category) and whether it is on, in contract order.
-    pub fn rules(&self) -> [(&'static str, bool); 9] {
+    /// Each rule (named by its rejection category) and whether it is on, in contract order.
+    pub fn rules(&self) -> [(Category, bool); 9] {
         [
-            ("ungrounded_final", self.ungrounded_final),
-            ("echo", self.echo),
-            ("claimed_action", self.claimed_action),
-            ("declined_request", self.declined_request),
-            ("wrong_arithmetic", self.wrong_arithmetic),
-            ("ungrounded_argument", self.ungrounded_argument),
-            ("unstated_result", self.unstated_result),
-            ("uncovered_request", self.uncovered_request),
-            ("repeated_action", self.repeated_action),
+            (Category::UngroundedFinal, self.ungrounded_final),
+            (Category::Echo, self.echo),
+            (Category::ClaimedAction, self.claimed_action),
+            (Category::DeclinedRequest, self.declined_request),
+            (Category::WrongArithmetic, self.wrong_arithmetic),
+            (Category::UngroundedArgument, self.ungrounded_argument),
+            (Category::UnstatedResult, self.unstated_result),
+            (Category::UncoveredRequest, self.uncovered_request),
+            (Category::RepeatedAction, self.repeated_action),
         ]
     }
 
-    /// Whether the rule named `name` is on; `false` for a name that is no built-in rule.
-    pub fn is_on(&self, name: &str) -> bool {
-        self.rules().iter().any(|(rule, on)| *rule == name && *on)
+    /// Whether the rule of `category` is on; `false` for a category that is no rule.
+    pub fn is_on(&self, category: Category) -> bool {
+        self.rules()
+            .iter()
+            .any(|(rule, on)| *rule == category && *on)
     }
 
     /// These checks with the answer rules set as the older `grounding` setting says: `values`
@@ -111,19 +115,19 @@ impl Checks {
         self
     }
 
-    /// These checks with only the rule named `rule` on; `None` for an unknown name.
-    pub fn only(rule: &str) -> Option<Checks> {
+    /// These checks with only the rule of `category` on; `None` for a category that is no rule.
+    pub fn only(category: Category) -> Option<Checks> {
         let mut checks = Checks::NONE;
-        let slot = match rule {
-            "ungrounded_final" => &mut checks.ungrounded_final,
-            "echo" => &mut checks.echo,
-            "claimed_action" => &mut checks.claimed_action,
-            "declined_request" => &mut checks.declined_request,
-            "wrong_arithmetic" => &mut checks.wrong_arithmetic,
-            "ungrounded_argument" => &mut checks.ungrounded_argument,
-            "unstated_result" => &mut checks.unstated_result,
-            "uncovered_request" => &mut checks.uncovered_request,
-            "repeated_action" => &mut checks.repeated_action,
+        let slot = match category {
+            Category::UngroundedFinal => &mut checks.ungrounded_final,
+            Category::Echo => &mut checks.echo,
+            Category::ClaimedAction => &mut checks.claimed_action,
+            Category::DeclinedRequest => &mut checks.declined_request,
+            Category::WrongArithmetic => &mut checks.wrong_arithmetic,
+            Category::UngroundedArgument => &mut checks.ungrounded_argument,
+            Category::UnstatedResult => &mut checks.unstated_result,
+            Category::UncoveredRequest => &mut checks.uncovered_request,
+            Category::RepeatedAction => &mut checks.repeated_action,
             _ => return None,
         };
         *slot = true;
@@ -186,12 +190,13 @@ mod tests {
 
     #[test]
     fn only_turns_on_one_named_rule() {
-        for (name, _) in Checks::STRICT.rules() {
-            let only = Checks::only(name).unwrap();
-            let on: Vec<&str> = only.rules().iter().filter(|r| r.1).map(|r| r.0).collect();
-            assert_eq!(on, vec![name]);
+        for (category, _) in Checks::STRICT.rules() {
+            let only = Checks::only(category).unwrap();
+            let on: Vec<Category> = only.rules().iter().filter(|r| r.1).map(|r| r.0).collect();
+            assert_eq!(on, vec![category]);
+            assert!(only.is_on(category));
         }
-        assert_eq!(Checks::only("invalid_json"), None);
+        assert_eq!(Checks::only(Category::InvalidJson), None);
     }
 
     #[test]
