@@ -266,7 +266,18 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
         shared_breakers.then(|| store.breakers()),
     )
     .await?;
-    let gateway = gateway(&args, &config, model.model.clone())?;
+    let mut gateway = gateway(&args, &config, model.model.clone())?;
+    if let Some(verifier) = agent.verifier() {
+        let (verifying, protocol) = match verifier.model() {
+            Some((verifying, protocol)) => (verifying.clone(), protocol),
+            None => (model.model.clone(), model.protocol),
+        };
+        gateway = gateway.with_verification(corrigible_server::Verification::new(
+            verifying,
+            protocol,
+            verifier.max(),
+        ));
+    }
     let state = corrigible_server::AppState::new(Arc::new(agent), model.factory, store, &config)
         .with_gateway(gateway);
     let listener = corrigible_server::bind(&config)

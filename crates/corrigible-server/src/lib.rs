@@ -59,7 +59,7 @@ pub use config::{
     DEFAULT_MAX_RUNS, DEFAULT_QUEUE_TIMEOUT, DEFAULT_SHUTDOWN_DEADLINE, ServerConfig,
 };
 pub use errors::ApiError;
-pub use gateway::{DEFAULT_MAX_CORRECTIONS, Gateway, ModelUpstream, Upstream};
+pub use gateway::{DEFAULT_MAX_CORRECTIONS, Gateway, ModelUpstream, Upstream, Verification};
 pub use models::{LimitedModel, ModelFactory, factory_for_spec, replay_factory, shared_factory};
 pub use request::{RunLimits, RunPlan, RunRequest};
 pub use routes::router;

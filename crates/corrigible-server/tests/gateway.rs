@@ -14,7 +14,9 @@ use axum::Json;
 use axum::extract::State;
 use axum::routing::post;
 use corrigible_models::{ChatEndpoint, ProviderOptions, ReplayModel};
-use corrigible_server::{AppState, Gateway, ServerConfig, open_store, replay_factory};
+use corrigible_server::{
+    AppState, Gateway, ServerConfig, Verification, open_store, replay_factory,
+};
 use serde_json::{Value, json};
 
 /// What the scripted upstream answers and what it was sent.
@@ -323,6 +325,78 @@ async fn a_made_up_result_and_parroted_feedback_are_sent_back_after_a_tool_round
         .as_str()
         .unwrap_or_default();
     assert!(feedback.contains("<tool_response>"), "{feedback}");
+}
+
+/// A verifier's report that sets `answer_says` beside the tool result `14`.
+fn report(answer_says: &str) -> String {
+    let decision = json!({"state": "action", "reason": "compared", "tool": "report",
+        "tool_input": {"comparisons": [
+            {"answer_says": answer_says, "quote": "14", "source_says": "14"}]}});
+    json!({"text": decision.to_string()}).to_string()
+}
+
+#[tokio::test]
+async fn a_final_reply_the_tool_result_contradicts_is_sent_back_by_the_verifier() {
+    let script = Script::default();
+    let base_url = upstream(
+        &script,
+        vec![text("2*(3+4) is 41."), text("2*(3+4) is 14.")],
+    )
+    .await;
+    let verifier = ReplayModel::from_str(&format!("{}\n{}\n", report("41"), report("14"))).unwrap();
+    let gateway = Gateway::new(endpoint("scripted", base_url), 2, 8, Duration::from_secs(5))
+        .with_verification(Verification::new(
+            Arc::new(verifier),
+            corrigible::Protocol::Json,
+            2,
+        ));
+    let setup = serve(gateway, script, None).await;
+    let request = json!({
+        "model": "scripted",
+        "messages": [
+            {"role": "user", "content": "What is 2*(3+4)?"},
+            {"role": "assistant", "content": null, "tool_calls": [{"id": "c1", "type": "function",
+                "function": {"name": "calculator", "arguments": "{\"expression\": \"2*(3+4)\"}"}}]},
+            {"role": "tool", "tool_call_id": "c1", "content": "14"}
+        ],
+        "tools": [{"type": "function", "function": {"name": "calculator",
+            "parameters": {"type": "object", "properties": {"expression": {"type": "string"}},
+                "required": ["expression"]}}}]
+    });
+    let response = setup.post(&request).await;
+    assert_eq!(header(&response, "x-corrigible-outcome"), "corrected");
+    assert_eq!(
+        header(&response, "x-corrigible-corrections"),
+        "verifier_objection"
+    );
+    let run_id = header(&response, "x-corrigible-run-id");
+    let body: Value = response.json().await.unwrap();
+    assert_eq!(body["choices"][0]["message"]["content"], "2*(3+4) is 14.");
+    let seen = setup.seen();
+    assert_eq!(seen.len(), 2);
+    let feedback = seen[1]["messages"][4]["content"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(feedback.contains("the result of calculator"), "{feedback}");
+
+    let run: Value = setup
+        .client
+        .get(format!("{}/v1/runs/{run_id}", setup.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    let report = &run["report"];
+    assert_eq!(
+        report["verifications"].as_array().map(Vec::len),
+        Some(2),
+        "{run}"
+    );
+    assert_eq!(report["verifications"][0]["objected"], true);
+    assert_eq!(report["verifications"][1]["objected"], false);
+    assert_eq!(report["usage"]["verifications"], 2);
 }
 
 #[tokio::test]

@@ -23,6 +23,8 @@ pub struct Contract {
     request: String,
     /// Every text of the client's messages: words they hold are the client's, never our echo.
     theirs: String,
+    /// The conversation's tool results that report no error, as `(function, text)`.
+    results: Vec<(String, String)>,
     succeeded: bool,
     validators: HashMap<String, Option<InputValidator>>,
     choice: Choice,
@@ -176,6 +178,7 @@ impl Contract {
             tools,
             failed: failed_calls(&request.messages),
             request: last_user_text(&request.messages),
+            results: tool_results(&request.messages),
             theirs: request
                 .messages
                 .iter()
@@ -191,6 +194,16 @@ impl Contract {
             parallel: request.parallel_tool_calls.unwrap_or(true),
             format,
         })
+    }
+
+    /// The conversation's last user message: what a reply answers.
+    pub fn request(&self) -> &str {
+        &self.request
+    }
+
+    /// The conversation's tool results that report no error, as `(function, text)`.
+    pub fn results(&self) -> &[(String, String)] {
+        &self.results
     }
 
     /// Whether a reply needs no check but not being empty: no tools, no response format.
@@ -560,6 +573,47 @@ fn failed_calls(messages: &[Value]) -> Vec<FailedCall> {
 /// Whether a tool message reports an error: its text starts with `error`, `an error
 /// occurred`, `exception` or `traceback` (any case), or it is a JSON object with a non-empty
 /// `error`, `"is_error": true` or `"status": "error"`.
+/// The tool messages of `messages` that report no error, each with the function its call
+/// named (found by the call's id in an earlier assistant message).
+fn tool_results(messages: &[Value]) -> Vec<(String, String)> {
+    let mut names: HashMap<&str, &str> = HashMap::new();
+    let mut results = Vec::new();
+    for message in messages {
+        match message.get("role").and_then(Value::as_str) {
+            Some("assistant") => {
+                for call in message
+                    .get("tool_calls")
+                    .and_then(Value::as_array)
+                    .into_iter()
+                    .flatten()
+                {
+                    if let (Some(id), Some(name)) = (
+                        call.get("id").and_then(Value::as_str),
+                        call.pointer("/function/name").and_then(Value::as_str),
+                    ) {
+                        names.insert(id, name);
+                    }
+                }
+            }
+            Some("tool") => {
+                let text = text_of(message.get("content"));
+                if reports_error(&text) {
+                    continue;
+                }
+                let name = message
+                    .get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| names.get(id).copied())
+                    .or_else(|| message.get("name").and_then(Value::as_str))
+                    .unwrap_or("tool");
+                results.push((name.to_string(), text));
+            }
+            _ => {}
+        }
+    }
+    results
+}
+
 fn reports_error(content: &str) -> bool {
     let text = content.trim_start().to_lowercase();
     if ["error", "an error occurred", "exception", "traceback"]

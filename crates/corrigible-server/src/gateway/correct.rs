@@ -4,11 +4,13 @@
 
 use std::time::Instant;
 
+use corrigible::trace::VerificationRecord;
 use corrigible::{Category, ModelError};
 use serde_json::{Map, Value, json};
 
 use super::check::{Contract, Passed, Refused};
 use super::upstream::Upstream;
+use super::verify::{Verification, Verified};
 use super::wire::{Completion, NotACompletion, TokenUsage};
 
 /// How a request ended.
@@ -37,6 +39,8 @@ pub struct Exchange {
     pub feedback: Vec<String>,
     /// Transport retries over every call.
     pub retries: u32,
+    /// The verifications of final replies, in order.
+    pub verifications: Vec<VerificationRecord>,
 }
 
 impl Exchange {
@@ -54,6 +58,9 @@ impl Exchange {
         let mut feedback = earlier.feedback;
         feedback.append(&mut self.feedback);
         self.feedback = feedback;
+        let mut verifications = earlier.verifications;
+        verifications.append(&mut self.verifications);
+        self.verifications = verifications;
         self
     }
 }
@@ -82,13 +89,15 @@ pub enum UpstreamError {
 
 /// Runs one request on one upstream: `body` is the client's, forwarded with `stream` off and,
 /// when `own_model` is set or the client named none, the upstream's own model;
-/// `max_corrections` bounds the replies sent back.
+/// `max_corrections` bounds the replies sent back; `verification`, when set, checks a final
+/// text reply against the conversation's tool results.
 pub async fn exchange(
     endpoint: &dyn Upstream,
     mut body: Map<String, Value>,
     own_model: bool,
     contract: &Contract,
     max_corrections: u32,
+    verification: Option<&Verification>,
 ) -> Result<Exchange, UpstreamError> {
     body.insert("stream".into(), Value::Bool(false));
     body.remove("stream_options");
@@ -104,6 +113,7 @@ pub async fn exchange(
     let mut feedback = Vec::new();
     let mut calls = Vec::new();
     let mut retries = 0;
+    let mut verified = Verified::default();
     loop {
         let started = Instant::now();
         let answer = endpoint.complete(&body).await?;
@@ -123,6 +133,24 @@ pub async fn exchange(
             }),
             None => contract.check(&completion.message, &feedback),
         };
+        let round = calls.len() as u32 - 1;
+        let checked = match checked {
+            Ok(passed) if passed.message.tool_calls.is_empty() => {
+                let text = passed.message.content.as_deref().unwrap_or("");
+                match verified
+                    .objection(verification, contract, text, round)
+                    .await
+                {
+                    Some(objection) => Err(Refused {
+                        category: Category::VerifierObjection,
+                        feedback: objection,
+                        calls: Vec::new(),
+                    }),
+                    None => Ok(passed),
+                }
+            }
+            other => other,
+        };
         let refused = match checked {
             Ok(passed) => {
                 return Ok(Exchange {
@@ -133,6 +161,7 @@ pub async fn exchange(
                     corrections,
                     feedback,
                     retries,
+                    verifications: verified.records,
                 });
             }
             Err(refused) => refused,
@@ -148,6 +177,7 @@ pub async fn exchange(
                 corrections,
                 feedback,
                 retries,
+                verifications: verified.records,
             });
         }
         send_back(&mut body, &completion, &refused);

@@ -10,6 +10,7 @@ use serde_json::{Map, Value};
 use super::check::Contract;
 use super::correct::{Exchange, Outcome, UpstreamError, exchange};
 use super::upstream::Upstream;
+use super::verify::Verification;
 
 /// What the upstreams did with one request.
 #[derive(Debug)]
@@ -31,6 +32,7 @@ pub async fn route(
     body: &Map<String, Value>,
     contract: &Contract,
     max_corrections: u32,
+    verification: Option<&Verification>,
 ) -> Result<Routed, UpstreamError> {
     let mut passed_over = Vec::new();
     let mut spent: Option<(usize, Exchange)> = None;
@@ -51,6 +53,7 @@ pub async fn route(
             index > 0,
             contract,
             max_corrections,
+            verification,
         )
         .await
         {

@@ -13,7 +13,10 @@ mod passthrough;
 mod record;
 mod stream;
 mod upstream;
+mod verify;
 mod wire;
+
+pub use verify::Verification;
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -52,6 +55,7 @@ pub struct Gateway {
     max_corrections: u32,
     slots: Arc<Semaphore>,
     queue_timeout: Duration,
+    verification: Option<Verification>,
 }
 
 impl Gateway {
@@ -70,6 +74,7 @@ impl Gateway {
             max_corrections,
             slots: Arc::new(Semaphore::new(max_in_flight.max(1))),
             queue_timeout,
+            verification: None,
         }
     }
 }
@@ -86,6 +91,12 @@ impl Gateway {
     /// 5 transport failures in a row, probe again after 60 s).
     pub fn with_breaker_policy(mut self, policy: BreakerPolicy) -> Self {
         self.breakers = CircuitBreakers::new(policy);
+        self
+    }
+
+    /// The same gateway with final text replies after tool results verified by `verification`.
+    pub fn with_verification(mut self, verification: Verification) -> Self {
+        self.verification = Some(verification);
         self
     }
 
@@ -152,6 +163,7 @@ pub(crate) async fn chat_completions(
         &body,
         &contract,
         gateway.max_corrections,
+        gateway.verification.as_ref(),
     )
     .await
     {

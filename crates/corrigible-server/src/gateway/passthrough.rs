@@ -80,6 +80,7 @@ impl Tap {
             corrections: Vec::new(),
             feedback: Vec::new(),
             retries,
+            verifications: Vec::new(),
         }
     }
 }

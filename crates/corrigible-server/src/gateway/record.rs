@@ -90,6 +90,9 @@ pub fn report(
             input_tokens: exchange.usage.prompt_tokens,
             output_tokens: exchange.usage.completion_tokens,
             corrections: corrections.len() as u32,
+            verifications: exchange.verifications.len() as u32,
+            verifier_input_tokens: exchange.verifications.iter().map(|v| v.input_tokens).sum(),
+            verifier_output_tokens: exchange.verifications.iter().map(|v| v.output_tokens).sum(),
             ..UsageTotals::default()
         },
         corrections,
@@ -103,7 +106,7 @@ pub fn report(
             .collect(),
         model_calls,
         breaker_events: Vec::new(),
-        verifications: Vec::new(),
+        verifications: exchange.verifications.clone(),
         output: None,
         prompt,
         model: model.to_string(),

@@ -87,6 +87,11 @@ pub enum RunError {
 }
 
 impl Agent {
+    /// How this agent verifies satisfied answers, if it does.
+    pub fn verifier(&self) -> Option<&crate::verify::Verifier> {
+        self.verifier.as_ref()
+    }
+
     /// Starts building an agent around `model`.
     pub fn builder(model: impl Model + 'static) -> AgentBuilder {
         AgentBuilder::new(Arc::new(model))

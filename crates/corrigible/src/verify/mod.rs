@@ -3,12 +3,14 @@
 //! The engine rules on each comparison from the run's own text ([`proof`]): one it proves wrong
 //! is an objection, sent back to the model; the rest are dropped and recorded.
 
+pub mod check;
 pub mod objection;
 pub mod proof;
 pub mod request;
 
 use std::sync::Arc;
 
+pub use check::{Checked, check_answer};
 pub use objection::{Comparison, ObjectionKind};
 pub use proof::{Dropped, Proven, Source};
 
@@ -49,6 +51,16 @@ impl Verifier {
     pub fn max_per_run(mut self, n: u32) -> Self {
         self.max_per_run = n;
         self
+    }
+
+    /// The verifying model and its protocol, when it is not the run's own.
+    pub fn model(&self) -> Option<(&Arc<dyn Model>, Protocol)> {
+        self.model.as_ref().map(|(m, p)| (m, *p))
+    }
+
+    /// Verifications allowed per run.
+    pub fn max(&self) -> u32 {
+        self.max_per_run
     }
 
     /// The verifying model's name, when it is not the run's own.
