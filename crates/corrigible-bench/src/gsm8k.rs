@@ -18,6 +18,14 @@ use crate::suite::{Grade, Split, Task, TaskKind};
 /// The embedded problems of the dev and test splits.
 pub const DATA: &str = include_str!("../data/gsm8k/test-first200.jsonl");
 
+/// The first 500 problems of the GSM8K train set: the worked solutions that precision is
+/// measured on (the correct corpus, the arithmetic reader's tests), never a reported split.
+pub const TRAIN: &str = include_str!("../data/gsm8k/train-first500.jsonl");
+
+/// Problems of [`TRAIN`] whose worked solution states a calculation that does not hold (the
+/// arithmetic reader is right about them): left out of the precision corpora.
+pub const WRONG_SOLUTIONS: &[&str] = &["gsm8k-train-167", "gsm8k-train-168", "gsm8k-train-224"];
+
 /// The embedded problems of the held-out split: GSM8K test problems 200-499.
 pub const HELDOUT_DATA: &str = include_str!("../data/gsm8k/test-200-499.jsonl");
 
