@@ -500,6 +500,13 @@ mod tests {
     }
 
     #[test]
+    fn a_term_of_algebra_is_no_result_and_a_glued_unit_is() {
+        assert!(wrong("100 = 5A, so 100/5 = 5A/5 or 20 = A.").is_empty());
+        assert!(claims("3x + 2 = 5x - 4").is_empty());
+        assert_eq!(wrong("So 60/2 = 20km."), ["60/2 = 20"]);
+    }
+
+    #[test]
     fn the_worked_solutions_of_gsm8k_hold() {
         let data = corrigible_bench::gsm8k::TRAIN;
         let mut read = 0;
