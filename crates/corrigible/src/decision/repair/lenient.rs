@@ -31,8 +31,11 @@ pub(super) fn one_object(text: &str) -> Result<(Value, Vec<RepairKind>), Unrepai
                 .into(),
         ));
     }
-    if !before.trim().is_empty() || !after.trim().is_empty() {
+    let blank = |prose: &str| prose.chars().all(|c| c.is_whitespace() || c == '\u{FEFF}');
+    if !blank(before) || !blank(after) {
         reader.kinds.insert(0, RepairKind::SurroundingProse);
+    } else if !before.is_ascii() || !after.is_ascii() {
+        reader.note(RepairKind::UnicodeSpaces);
     }
     Ok((value, reader.kinds))
 }
@@ -60,6 +63,28 @@ fn closing_quote(open: char) -> Option<(char, Option<RepairKind>)> {
         '\u{201C}' => Some(('\u{201D}', Some(RepairKind::SmartQuotes))),
         '\u{2018}' => Some(('\u{2019}', Some(RepairKind::SmartQuotes))),
         _ => None,
+    }
+}
+
+/// Escapes of regular expressions that are no JSON escape and no other language's either:
+/// each reads only as the backslash and the character (`\d` in a pattern).
+const REGEX_ESCAPES: &str = "dDsSwW.()[]{}|?*+^$";
+
+/// `token` as JSON writes a number: a leading `+` dropped, and a `0` before a `.` that starts
+/// it (`+3` is `3`, `.5` is `0.5`, `-.5` is `-0.5`); anything else as it is.
+fn number_form(token: &str) -> String {
+    let unsigned = token
+        .strip_prefix('+')
+        .filter(|rest| rest.starts_with(|c: char| c.is_ascii_digit() || c == '.'))
+        .unwrap_or(token);
+    let (sign, digits) = match unsigned.strip_prefix('-') {
+        Some(rest) => ("-", rest),
+        None => ("", unsigned),
+    };
+    if digits.starts_with('.') && digits[1..].starts_with(|c: char| c.is_ascii_digit()) {
+        format!("{sign}0{digits}")
+    } else {
+        format!("{sign}{digits}")
     }
 }
 
@@ -115,7 +140,14 @@ impl Reader<'_> {
         let start = self.pos;
         loop {
             let rest = &self.text[self.pos..];
-            if let Some(c) = rest.chars().next().filter(|c| c.is_whitespace()) {
+            if let Some(c) = rest
+                .chars()
+                .next()
+                .filter(|c| c.is_whitespace() || *c == '\u{FEFF}')
+            {
+                if !c.is_ascii() {
+                    self.note(RepairKind::UnicodeSpaces);
+                }
                 self.pos += c.len_utf8();
             } else if rest.starts_with("//") || rest.starts_with('#') {
                 self.note(RepairKind::Comments);
@@ -141,7 +173,9 @@ impl Reader<'_> {
             Some(c) if closing_quote(c).is_some() => {
                 Ok((Value::String(self.string()?), End::Complete))
             }
-            Some(c) if c == '-' || c.is_ascii_digit() => Ok((self.number()?, End::Number)),
+            Some(c) if c == '-' || c == '+' || c == '.' || c.is_ascii_digit() => {
+                Ok((self.number()?, End::Number))
+            }
             Some(c) if is_word_start(c) => Ok((self.literal()?, End::Complete)),
             Some(_) => Err(self.unexpected("a value")),
         }
@@ -222,11 +256,16 @@ impl Reader<'_> {
         loop {
             self.skip_trivia()?;
             let key = self.key()?;
-            self.skip_trivia()?;
-            if self.peek() != Some(':') {
-                return Err(self.unexpected("':' after a key"));
+            let spaced = self.skip_trivia()?;
+            match self.peek() {
+                Some(':') => {
+                    self.bump();
+                }
+                Some(c) if spaced && starts_value(c) && !is_word_start(c) => {
+                    self.note(RepairKind::MissingColon);
+                }
+                _ => return Err(self.unexpected("':' after a key")),
             }
-            self.bump();
             let (value, end) = self.value()?;
             if map.contains_key(&key) {
                 return Err(Unrepairable::DuplicateKey(key));
@@ -310,7 +349,11 @@ impl Reader<'_> {
         if self.pos == self.text.len() {
             return Err(Unrepairable::Truncated("a number, which may have been cut"));
         }
-        serde_json::from_str::<Number>(token)
+        let written = number_form(token);
+        if written != token {
+            self.note(RepairKind::NumberForm);
+        }
+        serde_json::from_str::<Number>(&written)
             .map(Value::Number)
             .map_err(|_| {
                 Unrepairable::Ambiguous(format!(
@@ -359,6 +402,11 @@ impl Reader<'_> {
                 out.push('\'');
             }
             c if c == close => out.push(c),
+            c if REGEX_ESCAPES.contains(c) => {
+                self.note(RepairKind::InvalidEscape);
+                out.push('\\');
+                out.push(c);
+            }
             other => {
                 return Err(Unrepairable::Ambiguous(format!(
                     "`\\{other}` is not a JSON escape (a literal backslash is `\\\\`)"

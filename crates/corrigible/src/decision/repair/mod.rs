@@ -2,9 +2,10 @@
 //!
 //! A repair applies only when the damaged text has exactly one reading: code fences, prose
 //! around one object, trailing commas, single or smart quotes, unquoted keys, Python literals,
-//! comments, a missing comma between members, closers missing at the very end, raw control
-//! characters in strings, `\'` in a string, JSON escaped one level too many, and HTML-escaped
-//! JSON. A truncated
+//! comments, a missing comma between members, a missing colon after a key, closers missing at
+//! the very end, raw control characters in strings, `\'` and regular
+//! expression escapes (`\d`) in a string, non-ASCII spaces between tokens, numbers written
+//! `+3` or `.5`, JSON escaped one level too many, and HTML-escaped JSON. A truncated
 //! string or number, a bare word, two objects, a duplicate key or an unknown escape has more
 //! than one reading, and is refused with the reason (see [`Unrepairable`]).
 
@@ -49,15 +50,24 @@ pub enum RepairKind {
     MissingCloser,
     /// A string held a raw newline, tab or other control character.
     ControlCharacters,
-    /// `\'` stood in a string (JSON has no such escape; every reading is `'`).
+    /// `\'` stood in a string (JSON has no such escape; every reading is `'`), or a regular
+    /// expression's escape (`\d`, `\s`, `\.`), read as the backslash and the character.
     InvalidEscape,
+    /// A key and its value stood with whitespace and no `:` between them (`{"state" "final"}`).
+    MissingColon,
+    /// A non-ASCII space (no-break, thin, ideographic) or a byte-order mark stood between
+    /// tokens.
+    UnicodeSpaces,
+    /// A number was written with a leading `+`, or a `.` with no digit before it (`+3`,
+    /// `.5`).
+    NumberForm,
     /// The JSON was escaped one level too many: a string holding the object, or `\"` quotes.
     OverEscaped,
 }
 
 impl RepairKind {
     /// Every kind, in the order repairs are tried.
-    pub const ALL: [RepairKind; 15] = [
+    pub const ALL: [RepairKind; 18] = [
         RepairKind::HtmlEscaped,
         RepairKind::CodeFence,
         RepairKind::OverEscaped,
@@ -72,6 +82,9 @@ impl RepairKind {
         RepairKind::MissingCloser,
         RepairKind::ControlCharacters,
         RepairKind::InvalidEscape,
+        RepairKind::MissingColon,
+        RepairKind::UnicodeSpaces,
+        RepairKind::NumberForm,
         RepairKind::TextToolCall,
     ];
 
@@ -93,6 +106,9 @@ impl RepairKind {
             RepairKind::ControlCharacters => "control_characters",
             RepairKind::InvalidEscape => "invalid_escape",
             RepairKind::OverEscaped => "over_escaped",
+            RepairKind::MissingColon => "missing_colon",
+            RepairKind::UnicodeSpaces => "unicode_spaces",
+            RepairKind::NumberForm => "number_form",
         }
     }
 }
@@ -101,7 +117,9 @@ impl RepairKind {
 /// order they were found), or why no single reading exists.
 pub fn repair_value(text: &str) -> Result<(Value, Vec<RepairKind>), Unrepairable> {
     let mut kinds = Vec::new();
-    let mut current = text.trim().to_string();
+    let mut current = text
+        .trim_matches(|c: char| c.is_ascii_whitespace())
+        .to_string();
     if let Some(unescaped) = crate::decision::unescape_html(&current) {
         kinds.push(RepairKind::HtmlEscaped);
         current = unescaped;
@@ -265,9 +283,31 @@ mod tests {
     }
 
     #[test]
-    fn unknown_escapes_are_ambiguous() {
-        assert!(repair_value(r#"{"a": "\d+"}"#).is_err());
+    fn regex_escapes_are_read_and_other_unknown_escapes_are_ambiguous() {
+        let (v, k) = repaired(r#"{"a": "\d+\.\s*"}"#);
+        assert_eq!(v, json!({"a": "\\d+\\.\\s*"}));
+        assert_eq!(k, vec![RepairKind::InvalidEscape]);
         assert!(repair_value(r#"{"a": "\x41"}"#).is_err());
+        assert!(repair_value(r#"{"a": "\U0001"}"#).is_err());
+    }
+
+    #[test]
+    fn a_missing_colon_unicode_spaces_and_number_forms_have_one_reading() {
+        let (v, k) = repaired(r#"{"state" "final", "n" 2}"#);
+        assert_eq!(v, json!({"state": "final", "n": 2}));
+        assert_eq!(k, vec![RepairKind::MissingColon]);
+        let (v, k) = repaired("{\"a\":\u{a0}1,\u{3000}\"b\": 2}");
+        assert_eq!(v, json!({"a": 1, "b": 2}));
+        assert_eq!(k, vec![RepairKind::UnicodeSpaces]);
+        let (v, k) = repaired(r#"{"a": +3, "b": .5, "c": -.25}"#);
+        assert_eq!(v, json!({"a": 3, "b": 0.5, "c": -0.25}));
+        assert_eq!(k, vec![RepairKind::NumberForm]);
+        assert!(repair_value(r#"{"a": +-3}"#).is_err());
+        assert!(repair_value(r#"{"a" "b": 1}"#).is_err());
+        assert!(
+            repair_value(r#"{"a": 1}}"#).is_err(),
+            "a stray closer has two readings"
+        );
     }
 
     #[test]
