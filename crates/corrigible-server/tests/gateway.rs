@@ -177,6 +177,18 @@ impl Setup {
             .unwrap()
     }
 
+    /// `GET /v1/runs/{id}`: the run as stored.
+    async fn run(&self, id: &str) -> Value {
+        self.client
+            .get(format!("{}/v1/runs/{id}", self.base))
+            .send()
+            .await
+            .unwrap()
+            .json()
+            .await
+            .unwrap()
+    }
+
     fn seen(&self) -> Vec<Value> {
         self.script.seen.lock().unwrap().clone()
     }
@@ -235,15 +247,7 @@ async fn a_broken_call_is_corrected_before_the_client_sees_it() {
     assert!(feedback.contains("not valid JSON"), "{feedback}");
     assert_eq!(seen[0]["stream"], false);
 
-    let run: Value = setup
-        .client
-        .get(format!("{}/v1/runs/{run_id}", setup.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let run = setup.run(&run_id).await;
     assert_eq!(run["status"], "finished", "{run}");
     let report = &run["report"];
     assert_eq!(report["prompt"], "What is the weather in Paris?");
@@ -379,15 +383,7 @@ async fn a_final_reply_the_tool_result_contradicts_is_sent_back_by_the_verifier(
         .unwrap_or_default();
     assert!(feedback.contains("the result of calculator"), "{feedback}");
 
-    let run: Value = setup
-        .client
-        .get(format!("{}/v1/runs/{run_id}", setup.base))
-        .send()
-        .await
-        .unwrap()
-        .json()
-        .await
-        .unwrap();
+    let run = setup.run(&run_id).await;
     let report = &run["report"];
     assert_eq!(
         report["verifications"].as_array().map(Vec::len),
@@ -843,15 +839,7 @@ async fn a_streamed_plain_text_reply_is_passed_through_and_recorded() {
 
     let mut run = Value::Null;
     for _ in 0..50 {
-        run = setup
-            .client
-            .get(format!("{}/v1/runs/{run_id}", setup.base))
-            .send()
-            .await
-            .unwrap()
-            .json()
-            .await
-            .unwrap();
+        run = setup.run(&run_id).await;
         if run["status"] == "finished" {
             break;
         }

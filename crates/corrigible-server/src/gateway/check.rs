@@ -25,7 +25,6 @@ pub struct Contract {
     theirs: String,
     /// The conversation's tool results that report no error, as `(function, text)`.
     results: Vec<(String, String)>,
-    succeeded: bool,
     validators: HashMap<String, Option<InputValidator>>,
     choice: Choice,
     parallel: bool,
@@ -174,21 +173,18 @@ impl Contract {
                 }
             },
         };
+        let rounds = tool_rounds(&request.messages);
         Ok(Self {
             tools,
-            failed: failed_calls(&request.messages),
+            failed: failed_calls(&rounds),
             request: last_user_text(&request.messages),
-            results: tool_results(&request.messages),
+            results: tool_results(&rounds),
             theirs: request
                 .messages
                 .iter()
                 .map(|m| text_of(m.get("content")))
                 .collect::<Vec<_>>()
                 .join("\n"),
-            succeeded: request.messages.iter().any(|m| {
-                m.get("role").and_then(Value::as_str) == Some("tool")
-                    && !reports_error(&text_of(m.get("content")))
-            }),
             validators,
             choice,
             parallel: request.parallel_tool_calls.unwrap_or(true),
@@ -318,7 +314,7 @@ impl Contract {
     /// conversation succeeded. The client's functions say nothing of which ones act, so any
     /// tool message that reports no error supports a claim.
     fn unsupported_claim(&self, text: &str) -> Option<String> {
-        if self.succeeded {
+        if !self.results.is_empty() {
             return None;
         }
         let claim = claimed_actions(text, &self.request).into_iter().next()?;
@@ -524,10 +520,21 @@ fn whole(category: Category, feedback: String) -> Refused {
     }
 }
 
-/// The calls of `messages` whose tool message reports an error, with the start of it.
-fn failed_calls(messages: &[Value]) -> Vec<FailedCall> {
-    let mut calls: HashMap<&str, (String, Value)> = HashMap::new();
-    let mut failed = Vec::new();
+/// One tool message of the conversation with the call it answers (found by the call's id in
+/// an earlier assistant message), when there is one.
+struct ToolRound {
+    /// The function its call named; the message's own `name` when no call is found.
+    name: Option<String>,
+    /// The call's arguments, when a call was found and they are JSON.
+    arguments: Option<Value>,
+    /// The message's text.
+    text: String,
+}
+
+/// Every tool message of `messages`, in order, each with its call.
+fn tool_rounds(messages: &[Value]) -> Vec<ToolRound> {
+    let mut calls: HashMap<&str, (&str, Option<Value>)> = HashMap::new();
+    let mut rounds = Vec::new();
     for message in messages {
         match message.get("role").and_then(Value::as_str) {
             Some("assistant") => {
@@ -546,74 +553,64 @@ fn failed_calls(messages: &[Value]) -> Vec<FailedCall> {
                     let arguments = call
                         .pointer("/function/arguments")
                         .and_then(Value::as_str)
-                        .and_then(|a| serde_json::from_str(a).ok())
-                        .unwrap_or(Value::Null);
-                    calls.insert(id, (name.to_string(), arguments));
+                        .and_then(|a| serde_json::from_str(a).ok());
+                    calls.insert(id, (name, arguments));
                 }
             }
             Some("tool") => {
-                let content = text_of(message.get("content"));
-                let id = message.get("tool_call_id").and_then(Value::as_str);
-                if let (true, Some((name, arguments))) =
-                    (reports_error(&content), id.and_then(|id| calls.get(id)))
-                {
-                    failed.push(FailedCall {
-                        name: name.clone(),
-                        arguments: arguments.clone(),
-                        error: content.chars().take(160).collect(),
-                    });
-                }
+                let call = message
+                    .get("tool_call_id")
+                    .and_then(Value::as_str)
+                    .and_then(|id| calls.get(id));
+                rounds.push(ToolRound {
+                    name: call.map(|(name, _)| name.to_string()).or_else(|| {
+                        message
+                            .get("name")
+                            .and_then(Value::as_str)
+                            .map(str::to_string)
+                    }),
+                    arguments: call.map(|(_, arguments)| arguments.clone().unwrap_or(Value::Null)),
+                    text: text_of(message.get("content")),
+                });
             }
             _ => {}
         }
     }
-    failed
+    rounds
+}
+
+/// The calls whose tool message reports an error, with the start of it.
+fn failed_calls(rounds: &[ToolRound]) -> Vec<FailedCall> {
+    rounds
+        .iter()
+        .filter(|r| reports_error(&r.text))
+        .filter_map(|r| {
+            Some(FailedCall {
+                name: r.name.clone()?,
+                arguments: r.arguments.clone()?,
+                error: r.text.chars().take(160).collect(),
+            })
+        })
+        .collect()
+}
+
+/// The tool messages that report no error, as `(function, text)`.
+fn tool_results(rounds: &[ToolRound]) -> Vec<(String, String)> {
+    rounds
+        .iter()
+        .filter(|r| !reports_error(&r.text))
+        .map(|r| {
+            (
+                r.name.clone().unwrap_or_else(|| "tool".into()),
+                r.text.clone(),
+            )
+        })
+        .collect()
 }
 
 /// Whether a tool message reports an error: its text starts with `error`, `an error
 /// occurred`, `exception` or `traceback` (any case), or it is a JSON object with a non-empty
 /// `error`, `"is_error": true` or `"status": "error"`.
-/// The tool messages of `messages` that report no error, each with the function its call
-/// named (found by the call's id in an earlier assistant message).
-fn tool_results(messages: &[Value]) -> Vec<(String, String)> {
-    let mut names: HashMap<&str, &str> = HashMap::new();
-    let mut results = Vec::new();
-    for message in messages {
-        match message.get("role").and_then(Value::as_str) {
-            Some("assistant") => {
-                for call in message
-                    .get("tool_calls")
-                    .and_then(Value::as_array)
-                    .into_iter()
-                    .flatten()
-                {
-                    if let (Some(id), Some(name)) = (
-                        call.get("id").and_then(Value::as_str),
-                        call.pointer("/function/name").and_then(Value::as_str),
-                    ) {
-                        names.insert(id, name);
-                    }
-                }
-            }
-            Some("tool") => {
-                let text = text_of(message.get("content"));
-                if reports_error(&text) {
-                    continue;
-                }
-                let name = message
-                    .get("tool_call_id")
-                    .and_then(Value::as_str)
-                    .and_then(|id| names.get(id).copied())
-                    .or_else(|| message.get("name").and_then(Value::as_str))
-                    .unwrap_or("tool");
-                results.push((name.to_string(), text));
-            }
-            _ => {}
-        }
-    }
-    results
-}
-
 fn reports_error(content: &str) -> bool {
     let text = content.trim_start().to_lowercase();
     if ["error", "an error occurred", "exception", "traceback"]

@@ -94,7 +94,7 @@ pub async fn open(
     done: impl FnOnce(Tap, u32) + Send + 'static,
 ) -> Result<Body, UpstreamError> {
     let (response, retries) = endpoint
-        .post_streaming(&super::wire::for_upstream(&body))
+        .post_streaming(&super::wire::for_upstream(body))
         .await?;
     let upstream = Box::pin(response.bytes_stream());
     let state = (upstream, Tap::default(), Some(done));

@@ -62,7 +62,7 @@ impl Upstream for ChatEndpoint {
     }
 
     async fn complete(&self, body: &Map<String, Value>) -> Result<Answered, UpstreamError> {
-        let answer = self.post(&wire::for_upstream(body)).await?;
+        let answer = self.post(&wire::for_upstream(body.clone())).await?;
         Ok(Answered {
             completion: Completion::parse(answer.body.as_bytes())?,
             retries: answer.retries,

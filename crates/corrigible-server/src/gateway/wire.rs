@@ -268,8 +268,7 @@ pub fn last_user_text(messages: &[Value]) -> String {
 /// same that llama-cpp-python's server refuses and the OpenAI SDKs write: an assistant
 /// message's `"content": null` becomes `""` (left out, a chat template that reads it fails),
 /// and a content list of text parts alone, outside a user message, becomes the parts' text.
-pub fn for_upstream(body: &Map<String, Value>) -> Value {
-    let mut body = body.clone();
+pub fn for_upstream(mut body: Map<String, Value>) -> Value {
     if let Some(Value::Array(messages)) = body.get_mut("messages") {
         for message in messages.iter_mut().filter_map(Value::as_object_mut) {
             let role = message.get("role").and_then(Value::as_str).unwrap_or("");
@@ -331,7 +330,7 @@ mod tests {
             {"role": "tool", "tool_call_id": "b", "content": [{"type": "image_url", "image_url": {}}]}
         ]});
         let Value::Object(body) = body else { panic!() };
-        let sent = for_upstream(&body);
+        let sent = for_upstream(body);
         assert_eq!(sent["messages"][1]["content"], "");
         assert_eq!(sent["messages"][0]["content"], "hi");
         assert_eq!(sent["messages"][2]["content"], "4");

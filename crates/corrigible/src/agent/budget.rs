@@ -7,7 +7,7 @@ use std::collections::HashMap;
 use super::run::stopped;
 use crate::correction::rejection::{Category, Rejection};
 use crate::model::Usage;
-use crate::policy::{Limits, Policy};
+use crate::policy::Policy;
 use crate::trace::StopReason;
 use crate::trace::recorder::Ending;
 
@@ -15,8 +15,7 @@ use crate::trace::recorder::Ending;
 /// nowhere else.
 #[derive(Debug)]
 pub(crate) struct Budget {
-    limits: Limits,
-    /// The run's policy, for the per-tool allowances (retries, rejections).
+    /// The run's policy: its limits and the per-tool allowances (retries, rejections).
     policy: Policy,
     /// Model calls made.
     model_calls: u32,
@@ -72,7 +71,6 @@ impl Budget {
     /// A budget with nothing spent, under the run's policy.
     pub(crate) fn new(policy: &Policy) -> Self {
         Self {
-            limits: policy.limits,
             policy: policy.clone(),
             model_calls: 0,
             tokens: Usage::default(),
@@ -103,12 +101,15 @@ impl Budget {
     /// Whether the slot's corrections of repeated actions are spent: its next round may only
     /// give the final answer.
     pub(crate) fn repeats_spent(&self) -> bool {
-        self.slot.repeats > self.limits.max_repeats
+        self.slot.repeats > self.policy.limits.max_repeats
     }
 
     /// The run's ending when a usage limit forbids another model call.
     pub(crate) fn stops_asking(&self) -> Option<Ending> {
-        let hit = self.limits.usage_limit_hit(self.model_calls, self.tokens)?;
+        let hit = self
+            .policy
+            .limits
+            .usage_limit_hit(self.model_calls, self.tokens)?;
         Some(stopped(StopReason::UsageLimit, hit.to_string()))
     }
 
@@ -138,12 +139,12 @@ impl Budget {
 
     /// Whether another tool action may run.
     pub(crate) fn may_act(&self) -> bool {
-        self.executed < self.limits.max_actions
+        self.executed < self.policy.limits.max_actions
     }
 
     /// The run's bound on executed actions.
     pub(crate) fn max_actions(&self) -> u32 {
-        self.limits.max_actions
+        self.policy.limits.max_actions
     }
 
     /// Whether any action was executed (or refused by its breaker).
@@ -165,9 +166,9 @@ impl Budget {
     /// `output_rejected`, else the slot's corrections.
     pub(crate) fn max_attempts(&self, category: Category) -> u32 {
         if category == Category::OutputRejected {
-            self.limits.output_retries
+            self.policy.limits.output_retries
         } else {
-            self.limits.max_corrections
+            self.policy.limits.max_corrections
         }
     }
 
@@ -188,7 +189,7 @@ impl Budget {
             .all(|r| r.category == Category::OutputRejected);
         if output_only {
             let attempt = self.output_retries + 1;
-            if self.output_retries >= self.limits.output_retries {
+            if self.output_retries >= self.policy.limits.output_retries {
                 return Charge {
                     attempt,
                     exhausted: Some(stopped(
@@ -205,7 +206,7 @@ impl Budget {
             };
         }
         let attempt = self.slot.corrections + 1;
-        if self.slot.corrections >= self.limits.max_corrections {
+        if self.slot.corrections >= self.policy.limits.max_corrections {
             let ending = if first.category == Category::ActionBudgetSpent {
                 stopped(StopReason::MaxActions, "final decision".into())
             } else {
@@ -255,6 +256,7 @@ impl Budget {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::policy::Limits;
 
     fn rejection(category: Category) -> Rejection {
         Rejection::new(category, "no")
