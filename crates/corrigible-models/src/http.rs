@@ -1,12 +1,13 @@
-//! One JSON POST to a provider, with the transport policy: timeouts, bounded retries with
-//! backoff for connection errors, 429, 500, 502, 503, 504 and 529, and errors that never
-//! carry the API key.
+//! One JSON POST to a provider's endpoint, with the transport policy: the provider's URL and
+//! headers, timeouts, bounded retries with backoff for connection errors, 429, 500, 502, 503,
+//! 504 and 529, and errors that never carry the API key.
 
 use corrigible::ModelError;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
 
+use crate::anthropic::ANTHROPIC_VERSION;
 use crate::error::ModelsError;
 use crate::options::{ApiKey, ProviderOptions};
 use crate::retry::{TransportRetry, parse_retry_after};
@@ -18,8 +19,10 @@ pub(crate) struct Answer {
     pub retries: u32,
 }
 
-/// The HTTP side of one provider: its clients, its retry policy and the key to keep secret.
+/// The HTTP side of one provider's endpoint: its URL, its clients, its retry policy and the key
+/// to keep secret.
 pub(crate) struct Transport {
+    url: String,
     client: reqwest::Client,
     /// For a streamed body: no bound on the whole response, which may outlast the request
     /// timeout while tokens keep coming, but each read waits at most the request timeout.
@@ -30,7 +33,13 @@ pub(crate) struct Transport {
 }
 
 impl Transport {
-    pub fn new(provider: Provider, options: &ProviderOptions) -> Result<Self, ModelsError> {
+    /// The endpoint at `path` under the configured base URL (or the provider's default).
+    pub fn new(
+        provider: Provider,
+        options: &ProviderOptions,
+        path: &str,
+    ) -> Result<Self, ModelsError> {
+        let url = format!("{}{path}", base_url(provider, options.base_url.as_deref())?);
         let client = reqwest::Client::builder()
             .connect_timeout(options.timeouts.connect)
             .timeout(options.timeouts.request)
@@ -42,6 +51,7 @@ impl Transport {
             .build()
             .map_err(|e| ModelsError::Client(e.to_string()))?;
         Ok(Self {
+            url,
             client,
             stream_client,
             policy: options.retry,
@@ -50,8 +60,9 @@ impl Transport {
         })
     }
 
-    pub fn key(&self) -> Option<&ApiKey> {
-        self.key.as_ref()
+    /// The URL requests are posted to.
+    pub fn url(&self) -> &str {
+        &self.url
     }
 
     fn redact(&self, text: &str) -> String {
@@ -61,30 +72,38 @@ impl Transport {
         }
     }
 
-    /// A header whose value is secret (the key), marked sensitive so it is never logged.
-    pub fn secret_header(
-        &self,
-        name: &'static str,
-        value: &str,
-    ) -> Result<(HeaderName, HeaderValue), ModelError> {
-        let mut value = HeaderValue::from_str(value).map_err(|_| {
+    /// The provider's headers: its key, marked sensitive so it is never logged, in the header
+    /// the provider reads it from, and Anthropic's API version.
+    fn headers(&self) -> Result<HeaderMap, ModelError> {
+        let mut headers = HeaderMap::new();
+        if self.provider == Provider::Anthropic {
+            headers.insert(
+                HeaderName::from_static("anthropic-version"),
+                HeaderValue::from_static(ANTHROPIC_VERSION),
+            );
+        }
+        let Some(key) = &self.key else {
+            return Ok(headers);
+        };
+        let (name, value) = match self.provider {
+            Provider::OpenAi => ("authorization", format!("Bearer {}", key.expose())),
+            Provider::Anthropic => ("x-api-key", key.expose().to_string()),
+            Provider::Gemini => ("x-goog-api-key", key.expose().to_string()),
+        };
+        let mut value = HeaderValue::from_str(&value).map_err(|_| {
             ModelError::Config(format!(
                 "the {} API key contains characters not allowed in an HTTP header",
                 self.provider.display_name()
             ))
         })?;
         value.set_sensitive(true);
-        Ok((HeaderName::from_static(name), value))
+        headers.insert(HeaderName::from_static(name), value);
+        Ok(headers)
     }
 
-    /// POSTs `body` as JSON to `url`, retrying transient failures within the policy.
-    pub async fn post_json<B: Serialize + ?Sized>(
-        &self,
-        url: &str,
-        headers: HeaderMap,
-        body: &B,
-    ) -> Result<Answer, ModelError> {
-        let (response, retries) = self.send(&self.client, url, headers, body).await?;
+    /// POSTs `body` as JSON, retrying transient failures within the policy.
+    pub async fn post_json<B: Serialize + ?Sized>(&self, body: &B) -> Result<Answer, ModelError> {
+        let (response, retries) = self.send(&self.client, body).await?;
         let name = self.provider.display_name();
         let body = response.text().await.map_err(|e| {
             ModelError::Transport(
@@ -94,30 +113,27 @@ impl Transport {
         Ok(Answer { body, retries })
     }
 
-    /// POSTs `body` as JSON to `url` like [`post_json`](Self::post_json), and returns the
-    /// successful response as soon as its headers arrive, for its body to be read as a stream:
-    /// the whole response is unbounded, each read bounded by the request timeout.
+    /// POSTs `body` as JSON like [`post_json`](Self::post_json), and returns the successful
+    /// response as soon as its headers arrive, for its body to be read as a stream: the whole
+    /// response is unbounded, each read bounded by the request timeout.
     pub async fn send_streaming<B: Serialize + ?Sized>(
         &self,
-        url: &str,
-        headers: HeaderMap,
         body: &B,
     ) -> Result<(reqwest::Response, u32), ModelError> {
-        self.send(&self.stream_client, url, headers, body).await
+        self.send(&self.stream_client, body).await
     }
 
     async fn send<B: Serialize + ?Sized>(
         &self,
         client: &reqwest::Client,
-        url: &str,
-        headers: HeaderMap,
         body: &B,
     ) -> Result<(reqwest::Response, u32), ModelError> {
         let name = self.provider.display_name();
+        let headers = self.headers()?;
         let mut retries = 0u32;
         loop {
             let sent = client
-                .post(url)
+                .post(&self.url)
                 .headers(headers.clone())
                 .json(body)
                 .send()
@@ -235,6 +251,17 @@ pub(crate) fn provider_message(body: &str) -> String {
         None if body.trim().is_empty() => "(empty body)".to_string(),
         None => body.trim().chars().take(300).collect(),
     }
+}
+
+/// The configured base URL without trailing slashes, or the provider's default.
+fn base_url(provider: Provider, configured: Option<&str>) -> Result<String, ModelsError> {
+    let url = configured.unwrap_or(provider.default_base_url()).trim();
+    if !(url.starts_with("http://") || url.starts_with("https://")) {
+        return Err(ModelsError::InvalidBaseUrl {
+            url: url.to_string(),
+        });
+    }
+    Ok(url.trim_end_matches('/').to_string())
 }
 
 #[cfg(test)]

@@ -36,14 +36,3 @@ pub use options::{ApiKey, ProviderOptions, Timeouts};
 pub use replay::{ReplayError, ReplayModel};
 pub use retry::{InvalidTransportRetry, TransportRetry};
 pub use spec::{ModelSpec, Provider};
-
-/// The configured base URL without trailing slashes, or the provider's default.
-fn base_url(provider: Provider, configured: Option<&str>) -> Result<String, ModelsError> {
-    let url = configured.unwrap_or(provider.default_base_url()).trim();
-    if !(url.starts_with("http://") || url.starts_with("https://")) {
-        return Err(ModelsError::InvalidBaseUrl {
-            url: url.to_string(),
-        });
-    }
-    Ok(url.trim_end_matches('/').to_string())
-}

@@ -7,7 +7,6 @@ use corrigible::{
     Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, Role, ToolCall,
     Usage,
 };
-use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde_json::{Value, json};
 
 use crate::convert::{
@@ -30,7 +29,6 @@ const MIN_THINKING_BUDGET: u32 = 1024;
 pub struct AnthropicModel {
     name: String,
     model: String,
-    url: String,
     options: ProviderOptions,
     transport: Transport,
     ids: CallIds,
@@ -40,7 +38,7 @@ impl std::fmt::Debug for AnthropicModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("AnthropicModel")
             .field("model", &self.model)
-            .field("url", &self.url)
+            .field("url", &self.transport.url())
             .finish_non_exhaustive()
     }
 }
@@ -49,11 +47,9 @@ impl AnthropicModel {
     /// A model named `model`.
     pub fn new(model: impl Into<String>, options: ProviderOptions) -> Result<Self, ModelsError> {
         let model = model.into();
-        let base = crate::base_url(Provider::Anthropic, options.base_url.as_deref())?;
         Ok(Self {
             name: format!("anthropic:{model}"),
-            url: format!("{base}/v1/messages"),
-            transport: Transport::new(Provider::Anthropic, &options)?,
+            transport: Transport::new(Provider::Anthropic, &options, "/v1/messages")?,
             model,
             options,
             ids: CallIds::default(),
@@ -246,19 +242,7 @@ impl Model for AnthropicModel {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let mut headers = HeaderMap::new();
-        headers.insert(
-            HeaderName::from_static("anthropic-version"),
-            HeaderValue::from_static(ANTHROPIC_VERSION),
-        );
-        if let Some(key) = self.transport.key() {
-            let (name, value) = self.transport.secret_header("x-api-key", key.expose())?;
-            headers.insert(name, value);
-        }
-        let answer = self
-            .transport
-            .post_json(&self.url, headers, &self.body(request))
-            .await?;
+        let answer = self.transport.post_json(&self.body(request)).await?;
         let mut reply = self.reply(&answer.body)?;
         reply.transport_retries = answer.retries;
         Ok(reply)

@@ -11,7 +11,6 @@ use async_trait::async_trait;
 use corrigible::{
     Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, ToolCall, Usage,
 };
-use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::convert::{CallIds, Forced, declared_tools, forced};
@@ -30,7 +29,6 @@ const MAX_SIGNATURES: usize = 4096;
 /// (default base `https://generativelanguage.googleapis.com`), key in `x-goog-api-key`.
 pub struct GeminiModel {
     name: String,
-    url: String,
     options: ProviderOptions,
     transport: Transport,
     ids: CallIds,
@@ -41,7 +39,7 @@ impl std::fmt::Debug for GeminiModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("GeminiModel")
             .field("name", &self.name)
-            .field("url", &self.url)
+            .field("url", &self.transport.url())
             .finish_non_exhaustive()
     }
 }
@@ -51,11 +49,10 @@ impl GeminiModel {
     pub fn new(model: impl Into<String>, options: ProviderOptions) -> Result<Self, ModelsError> {
         let model = model.into();
         let model = model.strip_prefix("models/").unwrap_or(&model).to_string();
-        let base = crate::base_url(Provider::Gemini, options.base_url.as_deref())?;
+        let path = format!("/v1beta/models/{model}:generateContent");
         Ok(Self {
             name: format!("gemini:{model}"),
-            url: format!("{base}/v1beta/models/{model}:generateContent"),
-            transport: Transport::new(Provider::Gemini, &options)?,
+            transport: Transport::new(Provider::Gemini, &options, &path)?,
             options,
             ids: CallIds::default(),
             signatures: Mutex::new(HashMap::new()),
@@ -188,17 +185,7 @@ impl Model for GeminiModel {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = self.transport.key() {
-            let (name, value) = self
-                .transport
-                .secret_header("x-goog-api-key", key.expose())?;
-            headers.insert(name, value);
-        }
-        let answer = self
-            .transport
-            .post_json(&self.url, headers, &self.body(request))
-            .await?;
+        let answer = self.transport.post_json(&self.body(request)).await?;
         let mut reply = self.reply(&answer.body)?;
         reply.transport_retries = answer.retries;
         Ok(reply)

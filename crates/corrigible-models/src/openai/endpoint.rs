@@ -2,7 +2,6 @@
 //! wrote it, for a gateway that forwards requests rather than building them.
 
 use corrigible::ModelError;
-use reqwest::header::HeaderMap;
 use serde_json::Value;
 
 use crate::error::ModelsError;
@@ -14,7 +13,6 @@ use crate::spec::Provider;
 /// timeouts, bounded retries with backoff, and errors that never carry the key.
 pub struct ChatEndpoint {
     model: String,
-    url: String,
     transport: Transport,
 }
 
@@ -22,7 +20,7 @@ impl std::fmt::Debug for ChatEndpoint {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("ChatEndpoint")
             .field("model", &self.model)
-            .field("url", &self.url)
+            .field("url", &self.transport.url())
             .finish_non_exhaustive()
     }
 }
@@ -41,11 +39,9 @@ impl ChatEndpoint {
     /// are filled from the environment (`OPENAI_BASE_URL`, `OPENAI_API_KEY`).
     pub fn new(model: impl Into<String>, options: ProviderOptions) -> Result<Self, ModelsError> {
         let options = options.with_env(Provider::OpenAi);
-        let base = crate::base_url(Provider::OpenAi, options.base_url.as_deref())?;
         Ok(Self {
             model: model.into(),
-            url: format!("{base}/chat/completions"),
-            transport: Transport::new(Provider::OpenAi, &options)?,
+            transport: Transport::new(Provider::OpenAi, &options, "/chat/completions")?,
         })
     }
 
@@ -56,7 +52,7 @@ impl ChatEndpoint {
 
     /// The URL requests are posted to.
     pub fn url(&self) -> &str {
-        &self.url
+        self.transport.url()
     }
 
     /// POSTs `body` as it is and returns the response once its headers arrive, for a
@@ -66,28 +62,12 @@ impl ChatEndpoint {
         &self,
         body: &Value,
     ) -> Result<(reqwest::Response, u32), ModelError> {
-        self.transport
-            .send_streaming(&self.url, self.headers()?, body)
-            .await
-    }
-
-    fn headers(&self) -> Result<HeaderMap, ModelError> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = self.transport.key() {
-            let (name, value) = self
-                .transport
-                .secret_header("authorization", &format!("Bearer {}", key.expose()))?;
-            headers.insert(name, value);
-        }
-        Ok(headers)
+        self.transport.send_streaming(body).await
     }
 
     /// POSTs `body` as it is.
     pub async fn post(&self, body: &Value) -> Result<EndpointAnswer, ModelError> {
-        let answer = self
-            .transport
-            .post_json(&self.url, self.headers()?, body)
-            .await?;
+        let answer = self.transport.post_json(body).await?;
         Ok(EndpointAnswer {
             body: answer.body,
             retries: answer.retries,

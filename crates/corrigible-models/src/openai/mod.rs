@@ -9,7 +9,6 @@ use corrigible::{
     Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Reasoning, Role, ToolCall,
     Usage,
 };
-use reqwest::header::HeaderMap;
 use serde_json::{Value, json};
 
 use crate::convert::{
@@ -29,7 +28,6 @@ use wire::{
 pub struct OpenAiModel {
     name: String,
     model: String,
-    url: String,
     options: ProviderOptions,
     transport: Transport,
     ids: CallIds,
@@ -39,7 +37,7 @@ impl std::fmt::Debug for OpenAiModel {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("OpenAiModel")
             .field("model", &self.model)
-            .field("url", &self.url)
+            .field("url", &self.transport.url())
             .finish_non_exhaustive()
     }
 }
@@ -49,11 +47,9 @@ impl OpenAiModel {
     /// `https://api.openai.com/v1`). The key is optional: local servers need none.
     pub fn new(model: impl Into<String>, options: ProviderOptions) -> Result<Self, ModelsError> {
         let model = model.into();
-        let base = crate::base_url(Provider::OpenAi, options.base_url.as_deref())?;
         Ok(Self {
             name: format!("openai:{model}"),
-            url: format!("{base}/chat/completions"),
-            transport: Transport::new(Provider::OpenAi, &options)?,
+            transport: Transport::new(Provider::OpenAi, &options, "/chat/completions")?,
             model,
             options,
             ids: CallIds::default(),
@@ -247,17 +243,7 @@ impl Model for OpenAiModel {
     }
 
     async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        let mut headers = HeaderMap::new();
-        if let Some(key) = self.transport.key() {
-            let (name, value) = self
-                .transport
-                .secret_header("authorization", &format!("Bearer {}", key.expose()))?;
-            headers.insert(name, value);
-        }
-        let answer = self
-            .transport
-            .post_json(&self.url, headers, &self.body(request))
-            .await?;
+        let answer = self.transport.post_json(&self.body(request)).await?;
         let mut reply = self.reply(&answer.body)?;
         reply.transport_retries = answer.retries;
         Ok(reply)
