@@ -14,6 +14,7 @@ mod options;
 mod postgres;
 #[cfg(feature = "postgres")]
 mod postgres_tls;
+mod read;
 mod record;
 mod sqlite;
 mod totals;

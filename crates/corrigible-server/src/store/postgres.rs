@@ -6,20 +6,15 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use corrigible::policy::BreakerStore;
-use sqlx::Row;
-use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions, PgRow};
+use sqlx::postgres::{PgConnection, PgPool, PgPoolOptions};
 
 use super::batch::{FailedRow, FinishedRow, split};
 use super::postgres_tls::secure;
+use super::read::{Reader, int};
 use super::{
-    Ending, NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoreOptions,
-    StoredEvent, Totals, now_ms,
+    Ending, NewRun, RunEnd, RunRecord, RunStore, RunSummary, StoreError, StoreOptions, StoredEvent,
+    Totals, now_ms,
 };
-
-/// Columns of a run summary, in the order [`summary`] reads them.
-const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, model, protocol, \
-     satisfied, stop_reason, corrections, tool_calls, model_calls, input_tokens, output_tokens, \
-     duration_ms, error_kind, error";
 
 /// The database's clock in unix milliseconds.
 pub(super) const DB_NOW_MS: &str = "(extract(epoch from clock_timestamp()) * 1000)::bigint";
@@ -107,39 +102,6 @@ impl PostgresStore {
         .await?;
         Ok(result.rows_affected() > 0)
     }
-}
-
-fn summary(row: &PgRow) -> Result<RunSummary, StoreError> {
-    let status: String = row.try_get("status")?;
-    let status = RunStatus::parse(&status)
-        .ok_or_else(|| StoreError::Corrupt(format!("unknown run status `{status}`")))?;
-    let count = |name: &str| -> Result<u32, StoreError> {
-        let value: i64 = row.try_get(name)?;
-        Ok(u32::try_from(value).unwrap_or(u32::MAX))
-    };
-    let tokens = |name: &str| -> Result<u64, StoreError> {
-        let value: i64 = row.try_get(name)?;
-        Ok(u64::try_from(value).unwrap_or(0))
-    };
-    Ok(RunSummary {
-        id: row.try_get("id")?,
-        status,
-        created_at: row.try_get("created_at")?,
-        finished_at: row.try_get("finished_at")?,
-        prompt: row.try_get("prompt")?,
-        model: row.try_get("model")?,
-        protocol: row.try_get("protocol")?,
-        satisfied: row.try_get("satisfied")?,
-        stop_reason: row.try_get("stop_reason")?,
-        corrections: count("corrections")?,
-        tool_calls: count("tool_calls")?,
-        model_calls: count("model_calls")?,
-        input_tokens: tokens("input_tokens")?,
-        output_tokens: tokens("output_tokens")?,
-        duration_ms: row.try_get("duration_ms")?,
-        error_kind: row.try_get("error_kind")?,
-        error: row.try_get("error")?,
-    })
 }
 
 // Each write below is one statement whatever the number of rows: the rows go as arrays,
@@ -255,11 +217,6 @@ async fn end_failed(db: &mut PgConnection, rows: &[FailedRow<'_>]) -> Result<(),
     .execute(db)
     .await?;
     Ok(())
-}
-
-/// Postgres integers are signed: saturate large counters instead of wrapping.
-fn int(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 #[async_trait]
@@ -387,68 +344,15 @@ impl RunStore for PostgresStore {
         limit: u32,
         before: Option<&str>,
     ) -> Result<Vec<RunSummary>, StoreError> {
-        let rows = match before {
-            Some(before) => {
-                sqlx::query(&format!(
-                    "SELECT {SUMMARY_COLUMNS} FROM runs WHERE id < $1 ORDER BY id DESC LIMIT $2"
-                ))
-                .bind(before)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?
-            }
-            None => {
-                sqlx::query(&format!(
-                    "SELECT {SUMMARY_COLUMNS} FROM runs ORDER BY id DESC LIMIT $1"
-                ))
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?
-            }
-        };
-        rows.iter().map(summary).collect()
+        Reader(&self.pool).list_runs(limit, before).await
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {SUMMARY_COLUMNS}, report FROM runs WHERE id = $1"
-        ))
-        .bind(run_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let report: Option<String> = row.try_get("report")?;
-        let report = report
-            .map(|json| serde_json::from_str(&json))
-            .transpose()
-            .map_err(|e| StoreError::Corrupt(format!("report of run {run_id}: {e}")))?;
-        Ok(Some(RunRecord {
-            summary: summary(&row)?,
-            report,
-        }))
+        Reader(&self.pool).get_run(run_id).await
     }
 
     async fn events(&self, run_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT run_id, seq, kind, at, data FROM events WHERE run_id = $1 AND seq > $2 \
-             ORDER BY seq",
-        )
-        .bind(run_id)
-        .bind(int(after))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let seq: i64 = row.try_get("seq")?;
-                Ok(StoredEvent {
-                    run_id: row.try_get("run_id")?,
-                    seq: u64::try_from(seq).unwrap_or(0),
-                    kind: row.try_get("kind")?,
-                    at: row.try_get("at")?,
-                    data: row.try_get("data")?,
-                })
-            })
-            .collect()
+        Reader(&self.pool).events(run_id, after).await
     }
 
     fn breakers(&self) -> Arc<dyn BreakerStore> {

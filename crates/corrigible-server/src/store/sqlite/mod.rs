@@ -6,8 +6,8 @@ use std::time::Duration;
 
 use async_trait::async_trait;
 use corrigible::policy::{Backoff, BreakerStore, Jitter};
+use sqlx::SqlitePool;
 use sqlx::sqlite::{SqliteConnectOptions, SqliteJournalMode, SqlitePoolOptions, SqliteSynchronous};
-use sqlx::{Row, SqlitePool};
 
 mod checkpoints;
 mod writes;
@@ -15,15 +15,11 @@ mod writes;
 use self::checkpoints::{AUTOCHECKPOINT_PAGES, Checkpoints};
 use self::writes::Writes;
 use super::batch::split;
+use super::read::{Reader, int};
 use super::{
-    Ending, NewRun, RunEnd, RunRecord, RunStatus, RunStore, RunSummary, StoreError, StoredEvent,
-    Totals, now_ms,
+    Ending, NewRun, RunEnd, RunRecord, RunStore, RunSummary, StoreError, StoredEvent, Totals,
+    now_ms,
 };
-
-/// Columns of a run summary, in the order [`summary`] reads them.
-const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, model, protocol, \
-     satisfied, stop_reason, corrections, tool_calls, model_calls, input_tokens, output_tokens, \
-     duration_ms, error_kind, error";
 
 /// A [`RunStore`] in a SQLite database.
 #[derive(Debug, Clone)]
@@ -200,45 +196,6 @@ impl SqliteStore {
     }
 }
 
-fn summary(row: &sqlx::sqlite::SqliteRow) -> Result<RunSummary, StoreError> {
-    let status: String = row.try_get("status")?;
-    let status = RunStatus::parse(&status)
-        .ok_or_else(|| StoreError::Corrupt(format!("unknown run status `{status}`")))?;
-    let satisfied: Option<i64> = row.try_get("satisfied")?;
-    let count = |name: &str| -> Result<u32, StoreError> {
-        let value: i64 = row.try_get(name)?;
-        Ok(u32::try_from(value).unwrap_or(u32::MAX))
-    };
-    let tokens = |name: &str| -> Result<u64, StoreError> {
-        let value: i64 = row.try_get(name)?;
-        Ok(u64::try_from(value).unwrap_or(0))
-    };
-    Ok(RunSummary {
-        id: row.try_get("id")?,
-        status,
-        created_at: row.try_get("created_at")?,
-        finished_at: row.try_get("finished_at")?,
-        prompt: row.try_get("prompt")?,
-        model: row.try_get("model")?,
-        protocol: row.try_get("protocol")?,
-        satisfied: satisfied.map(|s| s != 0),
-        stop_reason: row.try_get("stop_reason")?,
-        corrections: count("corrections")?,
-        tool_calls: count("tool_calls")?,
-        model_calls: count("model_calls")?,
-        input_tokens: tokens("input_tokens")?,
-        output_tokens: tokens("output_tokens")?,
-        duration_ms: row.try_get("duration_ms")?,
-        error_kind: row.try_get("error_kind")?,
-        error: row.try_get("error")?,
-    })
-}
-
-/// SQLite integers are signed: saturate large counters instead of wrapping.
-fn int(value: u64) -> i64 {
-    i64::try_from(value).unwrap_or(i64::MAX)
-}
-
 #[async_trait]
 impl RunStore for SqliteStore {
     async fn insert_run(&self, run: &NewRun) -> Result<(), StoreError> {
@@ -366,68 +323,15 @@ impl RunStore for SqliteStore {
         limit: u32,
         before: Option<&str>,
     ) -> Result<Vec<RunSummary>, StoreError> {
-        let rows = match before {
-            Some(before) => {
-                sqlx::query(&format!(
-                    "SELECT {SUMMARY_COLUMNS} FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?"
-                ))
-                .bind(before)
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?
-            }
-            None => {
-                sqlx::query(&format!(
-                    "SELECT {SUMMARY_COLUMNS} FROM runs ORDER BY id DESC LIMIT ?"
-                ))
-                .bind(i64::from(limit))
-                .fetch_all(&self.pool)
-                .await?
-            }
-        };
-        rows.iter().map(summary).collect()
+        Reader(&self.pool).list_runs(limit, before).await
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
-        let row = sqlx::query(&format!(
-            "SELECT {SUMMARY_COLUMNS}, report FROM runs WHERE id = ?"
-        ))
-        .bind(run_id)
-        .fetch_optional(&self.pool)
-        .await?;
-        let Some(row) = row else { return Ok(None) };
-        let report: Option<String> = row.try_get("report")?;
-        let report = report
-            .map(|json| serde_json::from_str(&json))
-            .transpose()
-            .map_err(|e| StoreError::Corrupt(format!("report of run {run_id}: {e}")))?;
-        Ok(Some(RunRecord {
-            summary: summary(&row)?,
-            report,
-        }))
+        Reader(&self.pool).get_run(run_id).await
     }
 
     async fn events(&self, run_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
-        let rows = sqlx::query(
-            "SELECT run_id, seq, kind, at, data FROM events WHERE run_id = ? AND seq > ? \
-             ORDER BY seq",
-        )
-        .bind(run_id)
-        .bind(int(after))
-        .fetch_all(&self.pool)
-        .await?;
-        rows.iter()
-            .map(|row| {
-                let seq: i64 = row.try_get("seq")?;
-                Ok(StoredEvent {
-                    run_id: row.try_get("run_id")?,
-                    seq: u64::try_from(seq).unwrap_or(0),
-                    kind: row.try_get("kind")?,
-                    at: row.try_get("at")?,
-                    data: row.try_get("data")?,
-                })
-            })
-            .collect()
+        Reader(&self.pool).events(run_id, after).await
     }
 
     fn breakers(&self) -> Arc<dyn BreakerStore> {

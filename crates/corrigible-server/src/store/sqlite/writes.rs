@@ -6,8 +6,8 @@
 
 use sqlx::{QueryBuilder, Sqlite};
 
-use super::int;
 use crate::store::batch::{FailedRow, FinishedRow};
+use crate::store::read::int;
 use crate::store::{NewRun, StoreError, StoredEvent};
 
 /// Rows written by one statement: at most eleven bound values each, far below SQLite's

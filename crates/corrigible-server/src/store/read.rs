@@ -1,0 +1,190 @@
+//! The read side of both stores: the same queries, each database's placeholders, the same
+//! records.
+
+use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
+
+use super::error::StoreError;
+use super::record::{RunRecord, RunStatus, RunSummary, StoredEvent};
+
+/// The columns of a run's summary.
+pub(super) const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, model, \
+     protocol, satisfied, stop_reason, corrections, tool_calls, model_calls, input_tokens, \
+     output_tokens, duration_ms, error_kind, error";
+
+/// How a database writes a statement's parameters.
+pub(super) trait Placeholders {
+    /// `sql`, written with `?` for each parameter, in this database's form.
+    fn sql(sql: &str) -> String;
+}
+
+impl Placeholders for sqlx::Sqlite {
+    fn sql(sql: &str) -> String {
+        sql.to_string()
+    }
+}
+
+#[cfg(feature = "postgres")]
+impl Placeholders for sqlx::Postgres {
+    fn sql(sql: &str) -> String {
+        let mut numbered = String::with_capacity(sql.len() + 8);
+        for (n, part) in sql.split('?').enumerate() {
+            if n > 0 {
+                numbered.push_str(&format!("${n}"));
+            }
+            numbered.push_str(part);
+        }
+        numbered
+    }
+}
+
+/// Counters are signed in both databases: saturate large ones instead of wrapping.
+pub(super) fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
+}
+
+/// Reads runs and their events from a pool of either database.
+pub(super) struct Reader<'p, DB: Database>(pub &'p Pool<DB>);
+
+impl<DB> Reader<'_, DB>
+where
+    DB: Database + Placeholders,
+    for<'c> &'c mut DB::Connection: Executor<'c, Database = DB>,
+    for<'q> DB::Arguments<'q>: IntoArguments<'q, DB>,
+    for<'q> &'q str: Encode<'q, DB> + Type<DB>,
+    for<'q> i64: Encode<'q, DB> + Decode<'q, DB> + Type<DB>,
+    for<'r> String: Decode<'r, DB> + Type<DB>,
+    for<'r> bool: Decode<'r, DB> + Type<DB>,
+    for<'r> f64: Decode<'r, DB> + Type<DB>,
+    for<'n> &'n str: ColumnIndex<DB::Row>,
+{
+    /// Runs, newest first, older than the run `before` when given.
+    pub async fn list_runs(
+        &self,
+        limit: u32,
+        before: Option<&str>,
+    ) -> Result<Vec<RunSummary>, StoreError> {
+        let rows = match before {
+            Some(before) => {
+                let sql = DB::sql(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?"
+                ));
+                sqlx::query(&sql)
+                    .bind(before)
+                    .bind(i64::from(limit))
+                    .fetch_all(self.0)
+                    .await?
+            }
+            None => {
+                let sql = DB::sql(&format!(
+                    "SELECT {SUMMARY_COLUMNS} FROM runs ORDER BY id DESC LIMIT ?"
+                ));
+                sqlx::query(&sql)
+                    .bind(i64::from(limit))
+                    .fetch_all(self.0)
+                    .await?
+            }
+        };
+        rows.iter().map(summary).collect()
+    }
+
+    /// One run with its report, if it exists.
+    pub async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
+        let sql = DB::sql(&format!(
+            "SELECT {SUMMARY_COLUMNS}, report FROM runs WHERE id = ?"
+        ));
+        let row = sqlx::query(&sql)
+            .bind(run_id)
+            .fetch_optional(self.0)
+            .await?;
+        let Some(row) = row else { return Ok(None) };
+        let report: Option<String> = row.try_get("report")?;
+        let report = report
+            .map(|json| serde_json::from_str(&json))
+            .transpose()
+            .map_err(|e| StoreError::Corrupt(format!("report of run {run_id}: {e}")))?;
+        Ok(Some(RunRecord {
+            summary: summary(&row)?,
+            report,
+        }))
+    }
+
+    /// The events of a run with a sequence number above `after`, in order.
+    pub async fn events(&self, run_id: &str, after: u64) -> Result<Vec<StoredEvent>, StoreError> {
+        let sql = DB::sql(
+            "SELECT run_id, seq, kind, at, data FROM events WHERE run_id = ? AND seq > ? \
+             ORDER BY seq",
+        );
+        let rows = sqlx::query(&sql)
+            .bind(run_id)
+            .bind(int(after))
+            .fetch_all(self.0)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let seq: i64 = row.try_get("seq")?;
+                Ok(StoredEvent {
+                    run_id: row.try_get("run_id")?,
+                    seq: u64::try_from(seq).unwrap_or(0),
+                    kind: row.try_get("kind")?,
+                    at: row.try_get("at")?,
+                    data: row.try_get("data")?,
+                })
+            })
+            .collect()
+    }
+}
+
+fn summary<R>(row: &R) -> Result<RunSummary, StoreError>
+where
+    R: Row,
+    for<'r> i64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> String: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> bool: Decode<'r, R::Database> + Type<R::Database>,
+    for<'r> f64: Decode<'r, R::Database> + Type<R::Database>,
+    for<'n> &'n str: ColumnIndex<R>,
+{
+    let status: String = row.try_get("status")?;
+    let status = RunStatus::parse(&status)
+        .ok_or_else(|| StoreError::Corrupt(format!("unknown run status `{status}`")))?;
+    let count = |name: &str| -> Result<u32, StoreError> {
+        let value: i64 = row.try_get(name)?;
+        Ok(u32::try_from(value).unwrap_or(u32::MAX))
+    };
+    let tokens = |name: &str| -> Result<u64, StoreError> {
+        let value: i64 = row.try_get(name)?;
+        Ok(u64::try_from(value).unwrap_or(0))
+    };
+    Ok(RunSummary {
+        id: row.try_get("id")?,
+        status,
+        created_at: row.try_get("created_at")?,
+        finished_at: row.try_get("finished_at")?,
+        prompt: row.try_get("prompt")?,
+        model: row.try_get("model")?,
+        protocol: row.try_get("protocol")?,
+        satisfied: row.try_get("satisfied")?,
+        stop_reason: row.try_get("stop_reason")?,
+        corrections: count("corrections")?,
+        tool_calls: count("tool_calls")?,
+        model_calls: count("model_calls")?,
+        input_tokens: tokens("input_tokens")?,
+        output_tokens: tokens("output_tokens")?,
+        duration_ms: row.try_get("duration_ms")?,
+        error_kind: row.try_get("error_kind")?,
+        error: row.try_get("error")?,
+    })
+}
+
+#[cfg(all(test, feature = "postgres"))]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn postgres_numbers_its_parameters() {
+        assert_eq!(
+            sqlx::Postgres::sql("WHERE id < ? ORDER BY id LIMIT ?"),
+            "WHERE id < $1 ORDER BY id LIMIT $2"
+        );
+        assert_eq!(sqlx::Sqlite::sql("WHERE id = ?"), "WHERE id = ?");
+    }
+}
