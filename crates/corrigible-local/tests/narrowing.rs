@@ -10,8 +10,8 @@ mod common;
 use corrigible::correction::fingerprint::fingerprint;
 use corrigible::decision::parse_text;
 use corrigible::{
-    Allowed, Category, CorrectionContext, Decision, Message, MessageKind, ModelReply, ModelRequest,
-    Stage,
+    Allowed, Category, CorrectionContext, CorrectionDetail, Decision, Message, MessageKind,
+    ModelReply, ModelRequest, Stage,
 };
 use std::sync::{Mutex, MutexGuard};
 
@@ -350,7 +350,9 @@ fn unstated_result_allows_a_final_that_begins_with_a_fact() {
         0,
     );
     if let Some(c) = correction.correction.as_mut() {
-        c.facts = vec!["16:00".into(), "+04:00".into()];
+        c.detail = CorrectionDetail::UnstatedResult {
+            facts: vec!["16:00".into(), "+04:00".into()],
+        };
     }
     let reply = ask(model, &correction);
     assert!(
@@ -482,8 +484,10 @@ fn uncovered_request_allows_only_a_call_for_the_uncovered_value() {
         0,
     );
     if let Some(c) = correction.correction.as_mut() {
-        c.cover_tools = vec!["weather".into()];
-        c.done_actions = vec![fingerprint("weather", &rome)];
+        c.detail = CorrectionDetail::UncoveredRequest {
+            tools: vec!["weather".into()],
+            done: vec![fingerprint("weather", &rome)],
+        };
     }
     correction.grounds.copies = vec!["Paris".into()];
     let reply = ask(model, &correction);
@@ -547,7 +551,7 @@ fn repeated_action_allows_neither_call_made_and_holds_the_numbers() {
         fingerprint("weather", &paris),
     ];
     if let Some(c) = correction.correction.as_mut() {
-        c.done_actions = done.clone();
+        c.detail = CorrectionDetail::RepeatedAction { done: done.clone() };
     }
     let reply = ask(model, &correction);
     assert!(

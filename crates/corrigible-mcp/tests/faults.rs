@@ -34,7 +34,7 @@ fn policy() -> Policy {
 }
 
 async fn run(catalog: &McpCatalog, script: Vec<String>) -> RunReport {
-    let model = Scripted::new(script);
+    let model = Scripted::texts(&script);
     let agent = catalog
         .add_to(Agent::builder(model))
         .policy(policy())

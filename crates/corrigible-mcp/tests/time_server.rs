@@ -38,7 +38,7 @@ async fn a_question_is_answered_with_the_time_tools() {
         return;
     };
     let catalog = McpCatalog::connect(vec![config]).await.unwrap();
-    let model = Scripted::new(vec![
+    let model = Scripted::texts(&[
         action("get_current_time", json!({"zone": "Asia/Tokyo"})),
         action("get_current_time", json!({"timezone": "Mars/Olympus_Mons"})),
         action("get_current_time", json!({"timezone": "Asia/Tokyo"})),

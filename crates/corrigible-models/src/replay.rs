@@ -1,8 +1,9 @@
-//! The replay model: serves recorded replies from a JSONL file, in order, whatever the request.
+//! The replay model: serves recorded replies from a JSONL file, or a script of replies written
+//! in code, in order, whatever the request.
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use async_trait::async_trait;
@@ -85,7 +86,7 @@ struct UsageSpec {
     output_tokens: u64,
 }
 
-/// One recorded entry: a reply or a transport error, and how long the model takes to give it.
+/// One recorded entry: a reply or an error, and how long the model takes to give it.
 #[derive(Debug, Clone, PartialEq)]
 struct Entry {
     outcome: Outcome,
@@ -95,7 +96,7 @@ struct Entry {
 #[derive(Debug, Clone, PartialEq)]
 enum Outcome {
     Reply(ModelReply),
-    TransportError(String),
+    Error(ModelError),
 }
 
 /// A model that replays a JSONL file of replies, one per call, in order.
@@ -109,11 +110,15 @@ enum Outcome {
 /// (even broken JSON); other values are serialized. Calls without an `"id"` are numbered
 /// `call_1`, `call_2`, … across the file. Once the lines run out, every call is a transport
 /// error ("replay exhausted").
+///
+/// A script written in code ([`ReplayModel::script`]) serves its replies and errors the same
+/// way and keeps every request it was sent, for a test to read ([`ReplayModel::requests`]).
 #[derive(Debug)]
 pub struct ReplayModel {
     entries: Arc<[Entry]>,
     source: Arc<str>,
     cursor: AtomicUsize,
+    requests: Option<Mutex<Vec<ModelRequest>>>,
 }
 
 impl ReplayModel {
@@ -125,6 +130,56 @@ impl ReplayModel {
             source,
         })?;
         Self::parse(&text, &path.display().to_string())
+    }
+
+    /// Serves `replies` in order, each a reply or the error the call fails with, and keeps the
+    /// requests it is sent.
+    pub fn script(replies: impl IntoIterator<Item = Result<ModelReply, ModelError>>) -> Self {
+        let entries: Vec<Entry> = replies
+            .into_iter()
+            .map(|reply| Entry {
+                outcome: match reply {
+                    Ok(reply) => Outcome::Reply(reply),
+                    Err(error) => Outcome::Error(error),
+                },
+                delay: Duration::ZERO,
+            })
+            .collect();
+        Self {
+            entries: entries.into(),
+            source: "the script".into(),
+            cursor: AtomicUsize::new(0),
+            requests: Some(Mutex::new(Vec::new())),
+        }
+    }
+
+    /// A script of text replies, each with 100 input and 10 output tokens.
+    pub fn texts<S: AsRef<str>>(texts: &[S]) -> Self {
+        Self::script(texts.iter().map(|text| {
+            Ok(ModelReply {
+                text: Some(text.as_ref().to_string()),
+                usage: Usage {
+                    input_tokens: 100,
+                    output_tokens: 10,
+                },
+                ..ModelReply::default()
+            })
+        }))
+    }
+
+    /// The requests a script was sent, in order (none for a replay file, which keeps none).
+    pub fn requests(&self) -> Vec<ModelRequest> {
+        self.requests
+            .as_ref()
+            .and_then(|kept| kept.lock().ok().map(|kept| kept.clone()))
+            .unwrap_or_default()
+    }
+
+    /// The `n`th request a script was sent, from 0.
+    pub fn request(&self, n: usize) -> Option<ModelRequest> {
+        self.requests
+            .as_ref()
+            .and_then(|kept| kept.lock().ok()?.get(n).cloned())
     }
 
     /// Parses replay lines from a string (the content of a JSONL file).
@@ -151,6 +206,7 @@ impl ReplayModel {
             entries: entries.into(),
             source: source.into(),
             cursor: AtomicUsize::new(0),
+            requests: None,
         })
     }
 
@@ -160,12 +216,13 @@ impl ReplayModel {
     }
 
     /// A new replay model over the same lines, starting from the first one; cheap (shares
-    /// the parsed lines).
+    /// the parsed lines). A script's copy keeps its own requests.
     pub fn restarted(&self) -> Self {
         Self {
             entries: Arc::clone(&self.entries),
             source: Arc::clone(&self.source),
             cursor: AtomicUsize::new(0),
+            requests: self.requests.as_ref().map(|_| Mutex::new(Vec::new())),
         }
     }
 
@@ -206,7 +263,7 @@ fn entry(spec: LineSpec, line: usize, next_id: &mut usize) -> Result<Entry, Repl
             });
         }
         return Ok(Entry {
-            outcome: Outcome::TransportError(message),
+            outcome: Outcome::Error(ModelError::Transport(message)),
             delay,
         });
     }
@@ -249,7 +306,12 @@ impl Model for ReplayModel {
         "replay"
     }
 
-    async fn complete(&self, _request: &ModelRequest) -> Result<ModelReply, ModelError> {
+    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
+        if let Some(kept) = &self.requests
+            && let Ok(mut kept) = kept.lock()
+        {
+            kept.push(request.clone());
+        }
         let index = self.cursor.fetch_add(1, Ordering::SeqCst);
         let Some(entry) = self.entries.get(index) else {
             return Err(ModelError::Transport(format!(
@@ -263,7 +325,7 @@ impl Model for ReplayModel {
         }
         match &entry.outcome {
             Outcome::Reply(reply) => Ok(reply.clone()),
-            Outcome::TransportError(message) => Err(ModelError::Transport(message.clone())),
+            Outcome::Error(error) => Err(error.clone()),
         }
     }
 }

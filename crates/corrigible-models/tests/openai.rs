@@ -441,7 +441,7 @@ async fn with_no_number_yet_the_round_requires_another_tool() {
     calculator.name = "calculator".into();
     request.tools.push(calculator);
     let mut c = correction(Category::UngroundedArgument, Some("calculator"), 0);
-    c.no_numbers_yet = true;
+    c.detail = corrigible::CorrectionDetail::NoNumbersYet;
     request.correction = Some(c);
     model.complete(&request).await.unwrap();
     let requests = server.requests();
@@ -457,7 +457,10 @@ async fn an_uncovered_request_forces_the_covering_tool() {
     let model = model_for(&server).await;
     let mut request = history_request();
     let mut c = correction(Category::UncoveredRequest, None, 0);
-    c.cover_tools = vec!["weather".into()];
+    c.detail = corrigible::CorrectionDetail::UncoveredRequest {
+        tools: vec!["weather".into()],
+        done: Vec::new(),
+    };
     request.correction = Some(c);
     model.complete(&request).await.unwrap();
     let requests = server.requests();

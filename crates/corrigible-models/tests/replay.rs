@@ -1,4 +1,6 @@
-use corrigible::{Message, Model, ModelError, ModelRequest, Protocol, Stage, ToolCall, Usage};
+use corrigible::{
+    Message, Model, ModelError, ModelReply, ModelRequest, Protocol, Stage, ToolCall, Usage,
+};
 use corrigible_models::{ReplayError, ReplayModel};
 
 fn request() -> ModelRequest {
@@ -159,4 +161,43 @@ async fn a_line_may_take_its_time() {
     assert_eq!(started.elapsed(), std::time::Duration::from_millis(250));
     assert!(model.complete(&request()).await.is_err());
     assert_eq!(started.elapsed(), std::time::Duration::from_millis(290));
+}
+
+#[tokio::test]
+async fn a_script_serves_replies_and_errors_and_keeps_its_requests() {
+    let model = ReplayModel::script([
+        Ok(ModelReply {
+            text: Some("one".into()),
+            ..ModelReply::default()
+        }),
+        Err(ModelError::Config("refused".into())),
+    ]);
+    let mut asked = request();
+    assert_eq!(
+        model.complete(&asked).await.unwrap().text.as_deref(),
+        Some("one")
+    );
+    asked.stage = Stage::new(2, 0);
+    assert_eq!(
+        model.complete(&asked).await,
+        Err(ModelError::Config("refused".into()))
+    );
+    let exhausted = model.complete(&asked).await.unwrap_err().to_string();
+    assert!(exhausted.contains("replay exhausted"), "{exhausted}");
+    let kept = model.requests();
+    assert_eq!(kept.len(), 3);
+    assert_eq!(kept[1].stage, Stage::new(2, 0));
+    assert_eq!(model.request(0).map(|r| r.stage), Some(Stage::new(1, 0)));
+    assert!(model.request(3).is_none());
+}
+
+#[tokio::test]
+async fn a_replay_file_keeps_no_requests() {
+    let model = ReplayModel::from_str("{\"text\":\"a\"}\n").unwrap();
+    model.complete(&request()).await.unwrap();
+    assert!(model.requests().is_empty());
+    let texts = ReplayModel::texts(&["x", "y"]);
+    texts.complete(&request()).await.unwrap();
+    assert_eq!(texts.requests().len(), 1);
+    assert_eq!(texts.remaining(), 1);
 }

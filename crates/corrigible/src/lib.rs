@@ -28,7 +28,7 @@ pub mod trace;
 pub mod verify;
 
 pub use agent::{Agent, AgentBuilder, BuildError, OutputValidator, RunError, RunOptions};
-pub use correction::{Allowed, Category, CorrectionContext, Rejection};
+pub use correction::{Allowed, Category, CorrectionContext, CorrectionDetail, Rejection};
 pub use decision::{Action, Decision, Final};
 pub use discovery::{Discovery, DiscoveryMode};
 pub use evidence::grounding::Grounding;

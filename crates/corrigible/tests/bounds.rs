@@ -96,7 +96,7 @@ async fn max_actions_stops_a_model_that_never_finishes() {
     assert_eq!(categories, [Category::ActionBudgetSpent; 3]);
     assert_eq!(report.missing.as_deref(), Some("final decision"));
     assert!(!report.satisfied);
-    let requests = model.requests.lock().unwrap();
+    let requests = model.requests();
     let narrowed: Vec<Allowed> = requests[9..]
         .iter()
         .map(|r| r.correction.as_ref().expect("a correction round").allowed())
@@ -177,7 +177,7 @@ async fn past_the_repeat_bound_a_round_may_only_give_the_final_answer() {
             .await
             .unwrap();
         assert_eq!(report.stop_reason, StopReason::CorrectionsExhausted);
-        let requests = model.requests.lock().unwrap();
+        let requests = model.requests();
         let rounds: Vec<&CorrectionContext> = requests[2..]
             .iter()
             .map(|r| r.correction.as_ref().expect("a correction round"))
@@ -193,7 +193,7 @@ async fn past_the_repeat_bound_a_round_may_only_give_the_final_answer() {
 #[tokio::test]
 async fn parallel_calls_beyond_the_action_budget_do_not_run() {
     let calc = Arc::new(Calc::new());
-    let model = Arc::new(Scripted::new(vec![
+    let model = Arc::new(Scripted::script(vec![
         Ok(calls(&[
             ("call_1", "calculator", "{\"expression\": \"2*(3+4)\"}"),
             ("call_2", "calculator", "{\"expression\": \"1+1\"}"),
@@ -423,7 +423,7 @@ async fn feedback_escapes_untrusted_text_and_repeats_the_request() {
         .build()
         .unwrap();
     agent.run("Is 2 < 3 & 4 > 1?").await.unwrap();
-    let second = model.request(1);
+    let second = model.request(1).expect("the model was asked");
     let feedback = &second.messages.last().unwrap().content;
     assert!(
         feedback.contains("<request>Is 2 &lt; 3 &amp; 4 &gt; 1?</request>"),
@@ -452,7 +452,14 @@ async fn a_custom_feedback_template_is_used() {
         .build()
         .unwrap();
     agent.run("R").await.unwrap();
-    let text = model.request(1).messages.last().unwrap().content.clone();
+    let text = model
+        .request(1)
+        .expect("the model was asked")
+        .messages
+        .last()
+        .unwrap()
+        .content
+        .clone();
     assert!(
         text.starts_with("FIX invalid_json 1/2: not valid JSON"),
         "{text}"
@@ -462,7 +469,7 @@ async fn a_custom_feedback_template_is_used() {
 
 #[tokio::test]
 async fn a_transport_error_is_not_a_correction() {
-    let model = Arc::new(Scripted::new(vec![Err(ModelError::Transport(
+    let model = Arc::new(Scripted::script(vec![Err(ModelError::Transport(
         "connection refused".into(),
     ))]));
     let err = Agent::builder_shared(model)
@@ -573,7 +580,7 @@ async fn the_context_budget_trims_old_turns_and_says_so() {
         .run("the request")
         .await
         .unwrap();
-    let last = model.request(6);
+    let last = model.request(6).expect("the model was asked");
     let request = last
         .messages
         .iter()

@@ -83,7 +83,7 @@ async fn a_key_named_twice_is_sent_back_and_nothing_runs() {
                 r#"{"satisfied": false, "final_summary": "stopped"}"#,
             )]),
         };
-        let model = Arc::new(Scripted::new(vec![Ok(reply), Ok(done)]));
+        let model = Arc::new(Scripted::script(vec![Ok(reply), Ok(done)]));
         let report = Agent::builder_shared(model)
             .policy(strict())
             .tool(calc.clone())
@@ -243,7 +243,11 @@ async fn repeated_action_is_not_run_again_and_quotes_the_result() {
         "{}",
         c.error
     );
-    let correction = model.request(2).correction.expect("a correction round");
+    let correction = model
+        .request(2)
+        .expect("the model was asked")
+        .correction
+        .expect("a correction round");
     assert_eq!(
         correction.allowed(),
         corrigible::Allowed::ActionsExcept {
@@ -261,7 +265,7 @@ async fn repeated_action_is_not_run_again_and_quotes_the_result() {
 async fn of_two_identical_parallel_calls_only_the_first_runs() {
     let calc = Arc::new(Calc::new());
     let args = "{\"expression\": \"2*(3+4)\"}";
-    let model = Arc::new(Scripted::new(vec![
+    let model = Arc::new(Scripted::script(vec![
         Ok(calls(&[
             ("call_1", "calculator", args),
             ("call_2", "calculator", args),
@@ -284,7 +288,13 @@ async fn of_two_identical_parallel_calls_only_the_first_runs() {
     assert_eq!(calc.calls.load(Ordering::SeqCst), 1);
     assert_eq!(report.steps.len(), 1);
     assert_eq!(report.corrections[0].category, Category::RepeatedAction);
-    let feedback = model.request(1).messages.last().unwrap().clone();
+    let feedback = model
+        .request(1)
+        .expect("the model was asked")
+        .messages
+        .last()
+        .unwrap()
+        .clone();
     assert_eq!(feedback.tool_call_id.as_deref(), Some("call_2"));
     assert!(report.satisfied);
 }
@@ -642,7 +652,7 @@ fn thought(reasoning: &str, reply: &str) -> Result<corrigible::ModelReply, corri
 
 #[tokio::test]
 async fn an_answer_resting_on_a_slip_in_the_reasoning_is_corrected() {
-    let model = Arc::new(Scripted::new(vec![
+    let model = Arc::new(Scripted::script(vec![
         thought(
             "Seattle has 20 sheep, Charleston 80 and Toulouse 160, so 20 + 80 + 160 = 460.",
             &final_answer(true, "They have 460 sheep together."),
@@ -671,13 +681,17 @@ async fn an_answer_resting_on_a_slip_in_the_reasoning_is_corrected() {
         report.final_summary.as_deref(),
         Some("They have 260 sheep together.")
     );
-    let feedback = model.request(1).correction.unwrap();
+    let feedback = model
+        .request(1)
+        .expect("the model was asked")
+        .correction
+        .unwrap();
     assert_eq!(feedback.category, Category::WrongArithmetic);
 }
 
 #[tokio::test]
 async fn a_slip_the_answer_does_not_use_is_left_alone() {
-    let model = Arc::new(Scripted::new(vec![thought(
+    let model = Arc::new(Scripted::script(vec![thought(
         "12 * 3 = 38, no: 12 * 3 = 36, and 36 * 2 = 72.",
         &final_answer(true, "They pay $72."),
     )]));
@@ -820,7 +834,7 @@ async fn tool_rejected_goes_back_as_the_tool_result() {
         (c.category, c.step, c.attempt, c.corrected),
         (Category::ToolRejected, 1, 1, true)
     );
-    let second = model.request(1);
+    let second = model.request(1).expect("the model was asked");
     let last = second.messages.last().unwrap();
     assert!(
         last.content.contains(
@@ -937,7 +951,7 @@ async fn circuit_open_fails_fast_without_calling_the_tool() {
     assert_eq!(report.steps[1].attempts, 0);
     assert_eq!(report.corrections[1].category, Category::CircuitOpen);
     assert_eq!(report.breaker_events.len(), 1);
-    let told = model.request(2);
+    let told = model.request(2).expect("the model was asked");
     assert!(
         told.messages
             .last()
@@ -949,7 +963,7 @@ async fn circuit_open_fails_fast_without_calling_the_tool() {
 
 #[tokio::test]
 async fn native_broken_arguments_are_corrected_through_the_call_id() {
-    let model = Arc::new(Scripted::new(vec![
+    let model = Arc::new(Scripted::script(vec![
         Ok(calls(&[("call_1", "calculator", "{\"expression\": ")])),
         Ok(calls(&[(
             "call_2",
@@ -971,7 +985,7 @@ async fn native_broken_arguments_are_corrected_through_the_call_id() {
         .unwrap();
     assert!(report.satisfied);
     assert_eq!(report.corrections[0].category, Category::InvalidJson);
-    let second = model.request(1);
+    let second = model.request(1).expect("the model was asked");
     assert!(second.tools.iter().any(|t| t.name == "final_answer"));
     let feedback = second.messages.last().unwrap();
     assert_eq!(feedback.tool_call_id.as_deref(), Some("call_1"));
@@ -1098,7 +1112,7 @@ async fn an_idempotent_call_returning_the_same_result_again_is_marked_and_a_fift
     );
     let same_result: Vec<bool> = report.steps.iter().map(|s| s.same_result).collect();
     assert_eq!(same_result, [false, true, true, true]);
-    let third = &model.request(2).messages;
+    let third = &model.request(2).expect("the model was asked").messages;
     let result = &third.last().unwrap().content;
     assert!(
         result.contains("14") && result.contains("the same result as this exact call"),

@@ -78,7 +78,7 @@ async fn an_answer_that_skips_a_coordinated_value_is_sent_back_for_it() {
         c.error
     );
     assert!(c.corrected);
-    let round = model.request(2);
+    let round = model.request(2).expect("the model was asked");
     let correction = round.correction.expect("a correction round");
     assert_eq!(correction.allowed().label(), "cover(weather)");
     assert!(matches!(correction.allowed(), Allowed::Cover { ref done, .. } if done.len() == 1));
@@ -157,7 +157,11 @@ async fn with_the_action_budget_spent_a_correction_round_takes_only_a_final_answ
     let report = run_with_one_action(model.clone()).await;
     let categories: Vec<Category> = report.corrections.iter().map(|c| c.category).collect();
     assert_eq!(categories, [Category::UnstatedResult]);
-    let correction = model.request(2).correction.expect("a correction round");
+    let correction = model
+        .request(2)
+        .expect("the model was asked")
+        .correction
+        .expect("a correction round");
     assert!(correction.budget_spent);
     assert_eq!(correction.allowed().label(), "final_stating(1)");
     assert!(report.satisfied);

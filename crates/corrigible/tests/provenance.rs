@@ -91,9 +91,20 @@ async fn a_made_up_number_is_rejected_and_never_executed() {
         "only the grounded call ran"
     );
     assert_eq!(report.steps.len(), 1);
-    let correction = model.request(1).correction.expect("a correction round");
+    let correction = model
+        .request(1)
+        .expect("the model was asked")
+        .correction
+        .expect("a correction round");
     assert_eq!(correction.allowed(), Allowed::ActionOnly);
-    assert_eq!(model.request(1).grounds.numbers, ["1764"]);
+    assert_eq!(
+        model
+            .request(1)
+            .expect("the model was asked")
+            .grounds
+            .numbers,
+        ["1764"]
+    );
     assert!(report.satisfied);
 }
 
@@ -119,8 +130,15 @@ async fn with_no_number_yet_the_correction_calls_another_tool_first() {
     let c = &report.corrections[0];
     assert_eq!(c.category, Category::UngroundedArgument);
     assert!(c.error.contains("no number is given yet"), "{}", c.error);
-    let correction = model.request(1).correction.expect("a correction round");
-    assert!(correction.no_numbers_yet);
+    let correction = model
+        .request(1)
+        .expect("the model was asked")
+        .correction
+        .expect("a correction round");
+    assert_eq!(
+        correction.detail,
+        corrigible::CorrectionDetail::NoNumbersYet
+    );
     assert_eq!(
         correction.allowed(),
         Allowed::ActionOnOtherTools {
@@ -184,10 +202,18 @@ async fn a_copied_argument_comes_from_the_request_or_an_earlier_result() {
     assert!(c.error.contains("\"Sydney\""), "{}", c.error);
     assert_eq!(report.steps.len(), 1);
     assert!(report.satisfied);
-    let copies = &model.request(0).grounds.copies;
+    let copies = &model
+        .request(0)
+        .expect("the model was asked")
+        .grounds
+        .copies;
     assert!(copies.contains(&"Singapore".to_string()), "{copies:?}");
     assert!(!copies.iter().any(|c| c.starts_with("How")), "{copies:?}");
-    let after = &model.request(2).grounds.copies;
+    let after = &model
+        .request(2)
+        .expect("the model was asked")
+        .grounds
+        .copies;
     assert!(after.contains(&"singapore".to_string()), "{after:?}");
 }
 
@@ -202,5 +228,11 @@ async fn tools_without_grounded_arguments_send_no_grounds() {
         .run("Say hi in 3 words")
         .await
         .unwrap();
-    assert!(model.request(0).grounds.is_empty());
+    assert!(
+        model
+            .request(0)
+            .expect("the model was asked")
+            .grounds
+            .is_empty()
+    );
 }

@@ -137,7 +137,7 @@ async fn a_built_in_rule_is_left_out_by_name() {
 
 #[test]
 fn unknown_and_duplicate_rule_names_fail_the_build() {
-    let model = Arc::new(Scripted::texts(&[]));
+    let model = Arc::new(Scripted::script(Vec::new()));
     let unknown = Agent::builder_shared(model.clone())
         .without_rule("no_such_rule")
         .build();

@@ -35,7 +35,7 @@ fn final_call(id: &str, summary: &str) -> corrigible::ModelReply {
 #[tokio::test]
 async fn one_call_written_as_text_is_executed_and_recorded_as_a_repair() {
     let calc = Arc::new(Calc::new());
-    let model = Arc::new(Scripted::new(vec![
+    let model = Arc::new(Scripted::script(vec![
         Ok(text(
             r#"{{"name": "calculator", "arguments": {"expression": "2*(3+4)"}}}"#,
         )),
@@ -48,7 +48,13 @@ async fn one_call_written_as_text_is_executed_and_recorded_as_a_repair() {
     assert!(report.corrections.is_empty(), "{:?}", report.corrections);
     let repairs: Vec<RepairKind> = report.repairs.iter().map(|r| r.kind).collect();
     assert_eq!(repairs, [RepairKind::TextToolCall]);
-    let result = model.request(1).messages.last().cloned().unwrap();
+    let result = model
+        .request(1)
+        .expect("the model was asked")
+        .messages
+        .last()
+        .cloned()
+        .unwrap();
     assert_eq!(result.role, Role::User);
     assert!(result.content.contains("14"), "{}", result.content);
 }
@@ -56,7 +62,7 @@ async fn one_call_written_as_text_is_executed_and_recorded_as_a_repair() {
 #[tokio::test]
 async fn a_call_fenced_after_its_plan_is_executed_not_taken_as_the_answer() {
     let calc = Arc::new(Calc::new());
-    let model = Arc::new(Scripted::new(vec![
+    let model = Arc::new(Scripted::script(vec![
         Ok(text(
             "First I work out 2*(3+4) with the calculator.\n\n```json\n{\"name\": \
              \"calculator\", \"arguments\": {\"expression\": \"2*(3+4)\"}}\n```",
@@ -88,14 +94,20 @@ async fn two_calls_written_as_text_are_sent_back() {
     let two = "<tool_call>\n{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*3\"}}\n\
                </tool_call>\n<tool_call>\n{\"name\": \"calculator\", \"arguments\": \
                {\"expression\": \"3+4\"}}\n</tool_call>";
-    let model = Arc::new(Scripted::new(vec![
+    let model = Arc::new(Scripted::script(vec![
         Ok(text(two)),
         Ok(final_call("call_1", "14")),
     ]));
     let report = run(model.clone(), calc.clone(), Policy::default()).await;
     assert_eq!(calc.calls.load(Ordering::SeqCst), 0);
     assert_eq!(report.corrections[0].category, Category::DecisionSchema);
-    let feedback = model.request(1).messages.last().cloned().unwrap();
+    let feedback = model
+        .request(1)
+        .expect("the model was asked")
+        .messages
+        .last()
+        .cloned()
+        .unwrap();
     assert!(
         feedback.content.contains("tool-calling interface"),
         "{}",
@@ -107,7 +119,7 @@ async fn two_calls_written_as_text_are_sent_back() {
 #[tokio::test]
 async fn with_repair_off_the_call_is_sent_back_and_the_round_forces_its_tool() {
     let calc = Arc::new(Calc::new());
-    let model = Arc::new(Scripted::new(vec![
+    let model = Arc::new(Scripted::script(vec![
         Ok(text(
             "<tool_call>{\"name\": \"calculator\", \"arguments\": {\"expression\": \"2*(3+4)\"}}</tool_call>",
         )),
@@ -121,7 +133,11 @@ async fn with_repair_off_the_call_is_sent_back_and_the_round_forces_its_tool() {
     assert_eq!(calc.calls.load(Ordering::SeqCst), 0);
     let c = &report.corrections[0];
     assert_eq!(c.category, Category::InvalidToolInput);
-    let correction = model.request(1).correction.unwrap();
+    let correction = model
+        .request(1)
+        .expect("the model was asked")
+        .correction
+        .unwrap();
     assert_eq!(correction.tool.as_deref(), Some("calculator"));
     assert_eq!(report.stop_reason, StopReason::Final);
 }

@@ -75,7 +75,7 @@ async fn a_misstated_result_is_sent_back_and_the_fixed_answer_accepted() {
         report.usage.model_calls, 3,
         "the verifier's calls are apart"
     );
-    let asked = verifier.request(0);
+    let asked = verifier.request(0).expect("the model was asked");
     assert_eq!(asked.tools.len(), 1);
     assert_eq!(asked.tools[0].name, "report");
     let evidence = &asked.messages.last().unwrap().content;
@@ -144,7 +144,7 @@ async fn a_failed_or_unreadable_verifier_accepts_the_answer_and_says_why() {
             &action("calculator", json!({"expression": "2*(3+4)"})),
             &final_answer(true, "2*(3+4) is 14."),
         ]));
-        let verifier = Arc::new(Scripted::new(vec![reply]));
+        let verifier = Arc::new(Scripted::script(vec![reply]));
         let report = run(model, verifier, 2).await;
         assert!(report.satisfied);
         assert!(report.verifications[0].error.is_some());
@@ -154,7 +154,7 @@ async fn a_failed_or_unreadable_verifier_accepts_the_answer_and_says_why() {
 #[tokio::test]
 async fn answers_without_tool_results_and_past_the_bound_are_not_checked() {
     let model = Arc::new(Scripted::texts(&[&final_answer(true, "It is 14.")]));
-    let verifier = Arc::new(Scripted::texts(&[]));
+    let verifier = Arc::new(Scripted::script(Vec::new()));
     let report = run(model, verifier, 2).await;
     assert!(report.satisfied);
     assert!(report.verifications.is_empty());
@@ -182,7 +182,7 @@ async fn a_native_verifier_reports_through_a_tool_call() {
         &final_answer(true, "It is 41."),
         &final_answer(true, "It is 14."),
     ]));
-    let verifier = Arc::new(Scripted::new(vec![
+    let verifier = Arc::new(Scripted::script(vec![
         Ok(calls(&[(
             "v1",
             "report",
@@ -200,7 +200,10 @@ async fn a_native_verifier_reports_through_a_tool_call() {
         .unwrap();
     assert_eq!(report.final_summary.as_deref(), Some("It is 14."));
     assert_eq!(report.corrections[0].category, Category::VerifierObjection);
-    assert_eq!(verifier.request(0).protocol, Protocol::Native);
+    assert_eq!(
+        verifier.request(0).expect("the model was asked").protocol,
+        Protocol::Native
+    );
 }
 
 mod never_panics {

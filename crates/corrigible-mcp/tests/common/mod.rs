@@ -1,49 +1,13 @@
 //! Shared by the MCP tests: a scripted model, decision builders and the real servers' lookup.
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
 use std::path::PathBuf;
-use std::sync::Mutex;
 
-use async_trait::async_trait;
-use corrigible::{Model, ModelError, ModelReply, ModelRequest, Usage};
 use serde_json::{Value, json};
 
 /// Serves scripted JSON decisions in order and keeps every request it was sent.
-pub struct Scripted {
-    replies: Mutex<VecDeque<String>>,
-    pub requests: Mutex<Vec<ModelRequest>>,
-}
-
-impl Scripted {
-    pub fn new(replies: Vec<String>) -> Self {
-        Self {
-            replies: Mutex::new(replies.into()),
-            requests: Mutex::new(Vec::new()),
-        }
-    }
-}
-
-#[async_trait]
-impl Model for Scripted {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        self.requests.lock().unwrap().push(request.clone());
-        let text = self.replies.lock().unwrap().pop_front();
-        let text = text.ok_or_else(|| ModelError::Transport("script exhausted".into()))?;
-        Ok(ModelReply {
-            text: Some(text),
-            usage: Usage {
-                input_tokens: 100,
-                output_tokens: 10,
-            },
-            ..Default::default()
-        })
-    }
-}
+#[allow(unused_imports)]
+pub use corrigible_models::ReplayModel as Scripted;
 
 pub fn action(tool: &str, input: Value) -> String {
     json!({"state": "action", "reason": "r", "tool": tool, "tool_input": input}).to_string()

@@ -8,10 +8,10 @@ use super::budget::Budget;
 use super::history::History;
 use super::{Agent, RunError, RunOptions};
 use crate::context::estimate_tokens;
-use crate::correction::CorrectionContext;
 use crate::correction::feedback::Feedback;
 use crate::correction::fingerprint::fingerprint;
 use crate::correction::rejection::{Category, Rejection};
+use crate::correction::{CorrectionContext, CorrectionDetail};
 use crate::decision::{
     Decision, Final, Parsed, final_answer_spec, parse_native, parse_text, parse_text_call,
 };
@@ -277,10 +277,19 @@ impl<'a> Run<'a> {
     /// What the next round corrects: the first rejection, with what the run knows that
     /// narrows the reply it may give.
     fn correction_context(&self, first: &Rejection, rejected_reply: String) -> CorrectionContext {
-        let (cover_tools, done_actions) = match first.category {
-            Category::UncoveredRequest => self.cover(),
-            Category::RepeatedAction => (Vec::new(), self.done()),
-            _ => (Vec::new(), Vec::new()),
+        let detail = match first.category {
+            Category::UncoveredRequest => {
+                let (tools, done) = self.cover();
+                CorrectionDetail::UncoveredRequest { tools, done }
+            }
+            Category::RepeatedAction => CorrectionDetail::RepeatedAction { done: self.done() },
+            Category::UnstatedResult => CorrectionDetail::UnstatedResult {
+                facts: self.facts(),
+            },
+            Category::UngroundedArgument if self.no_numbers_for(first.tool.as_deref()) => {
+                CorrectionDetail::NoNumbersYet
+            }
+            _ => CorrectionDetail::None,
         };
         CorrectionContext {
             category: first.category,
@@ -290,16 +299,8 @@ impl<'a> Run<'a> {
             round: self.budget.round(),
             repeated_in_slot: self.budget.repeats(),
             repeats_spent: self.budget.repeats_spent(),
-            facts: if first.category == Category::UnstatedResult {
-                self.facts()
-            } else {
-                Vec::new()
-            },
-            cover_tools,
-            done_actions,
-            no_numbers_yet: first.category == Category::UngroundedArgument
-                && self.no_numbers_for(first.tool.as_deref()),
             budget_spent: !self.budget.may_act(),
+            detail,
         }
     }
 

@@ -9,4 +9,4 @@ mod round;
 
 pub use narrowing::Allowed;
 pub use rejection::{Category, Rejection};
-pub use round::CorrectionContext;
+pub use round::{CorrectionContext, CorrectionDetail};

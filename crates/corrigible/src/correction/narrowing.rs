@@ -7,7 +7,7 @@ use std::fmt;
 
 use serde::{Deserialize, Serialize};
 
-use super::CorrectionContext;
+use super::{CorrectionContext, CorrectionDetail};
 use crate::correction::fingerprint::fingerprint;
 use crate::correction::rejection::Category;
 use crate::decision::{Decision, parse_text};
@@ -172,7 +172,7 @@ impl CorrectionContext {
         match (self.category, &self.tool) {
             (Category::InvalidToolInput, Some(tool)) => Allowed::ToolOrFinal { tool: tool.clone() },
             (Category::UngroundedArgument, Some(tool))
-                if self.round == 1 && self.no_numbers_yet =>
+                if self.round == 1 && self.detail == CorrectionDetail::NoNumbersYet =>
             {
                 Allowed::ActionOnOtherTools {
                     tools: vec![tool.clone()],
@@ -180,11 +180,15 @@ impl CorrectionContext {
             }
             (Category::UngroundedArgument, _) if self.round == 1 => Allowed::ActionOnly,
             (Category::UngroundedArgument, _) => Allowed::ActionOrUnsatisfiedFinal,
-            (Category::UncoveredRequest, _) if !self.cover_tools.is_empty() => Allowed::Cover {
-                tools: self.cover_tools.clone(),
-                done: self.done_actions.clone(),
+            (Category::UncoveredRequest, _) => match &self.detail {
+                CorrectionDetail::UncoveredRequest { tools, done } if !tools.is_empty() => {
+                    Allowed::Cover {
+                        tools: tools.clone(),
+                        done: done.clone(),
+                    }
+                }
+                _ => Allowed::ActionOnly,
             },
-            (Category::UncoveredRequest, _) => Allowed::ActionOnly,
             (Category::RepeatedFailedAction, _) => Allowed::ActionsExcept {
                 actions: self.failed_actions.clone(),
             },
@@ -192,7 +196,10 @@ impl CorrectionContext {
                 actions: self
                     .failed_actions
                     .iter()
-                    .chain(&self.done_actions)
+                    .chain(match &self.detail {
+                        CorrectionDetail::RepeatedAction { done } => done.as_slice(),
+                        _ => &[],
+                    })
                     .cloned()
                     .collect(),
             },
@@ -201,8 +208,13 @@ impl CorrectionContext {
                 _,
             ) => Allowed::ActionOrUnsatisfiedFinal,
             (Category::ActionBudgetSpent, _) => Allowed::FinalOnly,
-            (Category::UnstatedResult, _) if !self.facts.is_empty() => Allowed::FinalStating {
-                facts: self.facts.clone(),
+            (Category::UnstatedResult, _) => match &self.detail {
+                CorrectionDetail::UnstatedResult { facts } if !facts.is_empty() => {
+                    Allowed::FinalStating {
+                        facts: facts.clone(),
+                    }
+                }
+                _ => Allowed::AnyDecision,
             },
             _ => Allowed::AnyDecision,
         }
@@ -253,11 +265,8 @@ mod tests {
             round: 1,
             repeated_in_slot: repeated,
             repeats_spent: repeated > Limits::default().max_repeats,
-            facts: Vec::new(),
-            cover_tools: Vec::new(),
-            done_actions: Vec::new(),
-            no_numbers_yet: false,
             budget_spent: false,
+            detail: CorrectionDetail::None,
         }
     }
 
@@ -292,7 +301,9 @@ mod tests {
         let c = context(Category::RepeatedFailedAction, Some("calc"), 2);
         assert_eq!(c.allowed(), Allowed::FinalOnly);
         let mut c = context(Category::RepeatedAction, Some("calc"), 1);
-        c.done_actions = vec![fingerprint("calc", &json!({"x": 2}))];
+        c.detail = CorrectionDetail::RepeatedAction {
+            done: vec![fingerprint("calc", &json!({"x": 2}))],
+        };
         let allowed = c.allowed();
         assert!(!allowed.permits(&action("calc", json!({"x": 2}))));
         assert!(!allowed.permits(&action("calc", json!({"x": 1}))));
@@ -310,7 +321,7 @@ mod tests {
         c.round = 2;
         assert_eq!(c.allowed(), Allowed::ActionOrUnsatisfiedFinal);
         c.round = 1;
-        c.no_numbers_yet = true;
+        c.detail = CorrectionDetail::NoNumbersYet;
         assert_eq!(
             c.allowed(),
             Allowed::ActionOnOtherTools {
@@ -341,8 +352,15 @@ mod tests {
         let spent = |category, tool: Option<&str>| {
             let mut c = context(category, tool, 0);
             c.budget_spent = true;
-            c.cover_tools = vec!["weather".into()];
-            c.facts = vec!["12.6".into()];
+            c.detail = match category {
+                Category::UnstatedResult => CorrectionDetail::UnstatedResult {
+                    facts: vec!["12.6".into()],
+                },
+                _ => CorrectionDetail::UncoveredRequest {
+                    tools: vec!["weather".into()],
+                    done: Vec::new(),
+                },
+            };
             c.allowed()
         };
         for category in [
@@ -376,8 +394,10 @@ mod tests {
             Allowed::ActionOnly,
             "no tool named, any action"
         );
-        c.cover_tools = vec!["weather".into()];
-        c.done_actions = vec![fingerprint("weather", &json!({"city": "Rome"}))];
+        c.detail = CorrectionDetail::UncoveredRequest {
+            tools: vec!["weather".into()],
+            done: vec![fingerprint("weather", &json!({"city": "Rome"}))],
+        };
         let allowed = c.allowed();
         assert_eq!(allowed.label(), "cover(weather)");
         assert!(allowed.permits(&action("weather", json!({"city": "Paris"}))));
@@ -391,7 +411,9 @@ mod tests {
     fn unstated_result_narrows_to_a_final_that_begins_with_a_fact() {
         let mut c = context(Category::UnstatedResult, None, 0);
         assert_eq!(c.allowed(), Allowed::AnyDecision, "no facts, no narrowing");
-        c.facts = vec!["12:00".into(), "Europe/London".into()];
+        c.detail = CorrectionDetail::UnstatedResult {
+            facts: vec!["12:00".into(), "Europe/London".into()],
+        };
         let allowed = c.allowed();
         assert_eq!(allowed.label(), "final_stating(2)");
         let stating = |summary: &str| {

@@ -23,29 +23,54 @@ pub struct CorrectionContext {
     /// round may only give the final answer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub repeats_spent: bool,
-    /// After `unstated_result`: the facts the tools returned, as written in their results.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub facts: Vec<String>,
-    /// After `uncovered_request`: the tools whose calls take up what the request left out.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub cover_tools: Vec<String>,
-    /// After `uncovered_request` or `repeated_action`: fingerprints of the calls the run
-    /// already made successfully.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    pub done_actions: Vec<String>,
-    /// After `ungrounded_argument` on a tool whose grounded arguments are all `numbers`: the
-    /// conversation has no number yet, so the values must come from another tool first.
-    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
-    pub no_numbers_yet: bool,
     /// The run's budget of executed actions is spent: whatever the rejection, the round can
     /// only be a final answer.
     #[serde(default, skip_serializing_if = "std::ops::Not::not")]
     pub budget_spent: bool,
+    /// What the run knows that narrows the reply, for the categories that have something.
+    #[serde(default, skip_serializing_if = "CorrectionDetail::is_none")]
+    pub detail: CorrectionDetail,
+}
+
+/// What the run knows about one category's correction that narrows the reply it may give.
+#[derive(Debug, Clone, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(tag = "after", rename_all = "snake_case")]
+pub enum CorrectionDetail {
+    /// Nothing beyond the common fields.
+    #[default]
+    None,
+    /// After `unstated_result`: the facts the tools returned, as written in their results.
+    UnstatedResult {
+        /// The facts, those asked for first.
+        facts: Vec<String>,
+    },
+    /// After `uncovered_request`: the tools whose calls take up what the request left out.
+    UncoveredRequest {
+        /// The covering tools.
+        tools: Vec<String>,
+        /// Fingerprints of the calls the run already made successfully.
+        done: Vec<String>,
+    },
+    /// After `repeated_action`: the calls the run already made successfully.
+    RepeatedAction {
+        /// Their fingerprints.
+        done: Vec<String>,
+    },
+    /// After `ungrounded_argument` on a tool whose grounded arguments are all `numbers`, when
+    /// the conversation has no number yet: the values must come from another tool first.
+    NoNumbersYet,
+}
+
+impl CorrectionDetail {
+    /// Whether there is nothing beyond the common fields.
+    pub fn is_none(&self) -> bool {
+        *self == Self::None
+    }
 }
 
 impl CorrectionContext {
     /// The first correction of a slot after a rejection of `category`: no tool, no failed or
-    /// done actions, no facts, nothing spent. Other fields are set with struct update syntax.
+    /// done actions, no detail, nothing spent. Other fields are set with struct update syntax.
     pub fn first_round(category: Category, rejected_reply: impl Into<String>) -> Self {
         Self {
             category,
@@ -55,11 +80,8 @@ impl CorrectionContext {
             round: 1,
             repeated_in_slot: 0,
             repeats_spent: false,
-            facts: Vec::new(),
-            cover_tools: Vec::new(),
-            done_actions: Vec::new(),
-            no_numbers_yet: false,
             budget_spent: false,
+            detail: CorrectionDetail::None,
         }
     }
 }

@@ -1,42 +1,14 @@
-//! Test doubles shared by the engine's integration tests: a scripted model and small tools.
+//! Test doubles shared by the engine's integration tests: the scripted model and small tools.
 #![allow(dead_code)]
 
-use std::collections::VecDeque;
-use std::sync::Mutex;
 use std::sync::atomic::{AtomicU32, Ordering};
 
 use async_trait::async_trait;
-use corrigible::{
-    Model, ModelError, ModelReply, ModelRequest, Tool, ToolCall, ToolContext, ToolOutcome, Usage,
-};
+use corrigible::{ModelReply, Tool, ToolCall, ToolContext, ToolOutcome, Usage};
 use serde_json::{Value, json};
 
 /// Serves scripted replies in order and keeps every request it was sent.
-pub struct Scripted {
-    replies: Mutex<VecDeque<Result<ModelReply, ModelError>>>,
-    pub requests: Mutex<Vec<ModelRequest>>,
-}
-
-impl Scripted {
-    pub fn new(replies: Vec<Result<ModelReply, ModelError>>) -> Self {
-        Self {
-            replies: Mutex::new(replies.into()),
-            requests: Mutex::new(Vec::new()),
-        }
-    }
-
-    pub fn texts(texts: &[&str]) -> Self {
-        Self::new(texts.iter().map(|t| Ok(text(t))).collect())
-    }
-
-    pub fn remaining(&self) -> usize {
-        self.replies.lock().unwrap().len()
-    }
-
-    pub fn request(&self, n: usize) -> ModelRequest {
-        self.requests.lock().unwrap()[n].clone()
-    }
-}
+pub use corrigible_models::ReplayModel as Scripted;
 
 pub fn text(t: &str) -> ModelReply {
     ModelReply {
@@ -64,22 +36,6 @@ pub fn calls(calls: &[(&str, &str, &str)]) -> ModelReply {
             output_tokens: 10,
         },
         ..Default::default()
-    }
-}
-
-#[async_trait]
-impl Model for Scripted {
-    fn name(&self) -> &str {
-        "scripted"
-    }
-
-    async fn complete(&self, request: &ModelRequest) -> Result<ModelReply, ModelError> {
-        self.requests.lock().unwrap().push(request.clone());
-        self.replies
-            .lock()
-            .unwrap()
-            .pop_front()
-            .unwrap_or_else(|| Err(ModelError::Transport("script exhausted".into())))
     }
 }
 
