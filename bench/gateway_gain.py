@@ -1,7 +1,8 @@
 """What changing `base_url` gains an agent framework: the OpenAI Agents SDK runs the tools
 suite's tasks once straight to an OpenAI-compatible server and once through corrigible's
 gateway in front of the same server, task by task, with the suite's own tools served over MCP
-by `corrigible-bench-tools`.
+by `corrigible-bench-tools` (`cargo build -p corrigible-bench --features fixtures --bin
+corrigible-bench-tools`).
 
     python bench/gateway_gain.py --tools target/debug/corrigible-bench-tools \
         --arm straight=http://127.0.0.1:8611/v1 --arm gateway=http://127.0.0.1:8612/v1 \

@@ -19,6 +19,13 @@ pub enum BenchError {
     /// The local fake Open-Meteo server could not start.
     #[error("cannot start the fake weather server: {0}")]
     FakeServer(std::io::Error),
+    /// The tools suites need the fake weather server, which this build leaves out.
+    #[error(
+        "the tools suites call a fake weather server, which this build leaves out: build with \
+         the `bench-fixtures` feature (cargo install --path crates/corrigible-cli --features \
+         bench-fixtures, or cargo run --release --features bench-fixtures -- bench …)"
+    )]
+    NoFixtures,
     /// A task's agent could not be built (a tool schema or name the engine refuses).
     #[error("task {task}: {message}")]
     Agent {

@@ -10,7 +10,7 @@ use chrono::{DateTime, Utc};
 use corrigible::evidence::numbers::numbers_in;
 use corrigible::trace::StepOutcome;
 use corrigible::{RunReport, StopReason, ToolRegistry};
-use corrigible_tools::fake::{FakeOpenMeteo, FakeOptions, find_city};
+use corrigible_tools::fake::find_city;
 use corrigible_tools::{Calculator, TimeTool, WeatherTool};
 use serde::Deserialize;
 use serde_json::Value;
@@ -98,33 +98,48 @@ pub fn parse(label: &str, text: &str) -> Result<Vec<Task>, BenchError> {
 
 /// The running tools: the fake weather server (kept alive here) and the registry.
 pub struct ToolsEnv {
-    _server: FakeOpenMeteo,
+    #[cfg(feature = "fixtures")]
+    _server: corrigible_tools::fake::FakeOpenMeteo,
     /// Calculator, the fixed-clock time tool and the weather tool on the fake server.
     pub registry: ToolRegistry,
 }
 
 impl ToolsEnv {
     /// Starts the fake server and builds the registry.
+    #[cfg(feature = "fixtures")]
     pub fn start() -> Result<Self, BenchError> {
+        use corrigible_tools::fake::{FakeOpenMeteo, FakeOptions};
         let server =
             FakeOpenMeteo::start(FakeOptions::default()).map_err(BenchError::FakeServer)?;
-        let now: DateTime<Utc> = FIXED_NOW
-            .parse()
-            .map_err(|e| BenchError::Usage(format!("bad fixed clock: {e}")))?;
         let weather = WeatherTool::new(server.weather_config())
             .map_err(|e| BenchError::FakeServer(std::io::Error::other(e.to_string())))?;
-        let mut registry = ToolRegistry::new();
-        let register = |r: Result<(), corrigible::tool::RegistryError>| {
-            r.map_err(|e| BenchError::Usage(e.to_string()))
-        };
-        register(registry.register_typed(Calculator))?;
-        register(registry.register_typed(TimeTool::fixed(now)))?;
-        register(registry.register_typed(weather))?;
         Ok(Self {
             _server: server,
-            registry,
+            registry: registry(weather)?,
         })
     }
+
+    /// Without the `fixtures` feature there is no fake weather server to start.
+    #[cfg(not(feature = "fixtures"))]
+    pub fn start() -> Result<Self, BenchError> {
+        Err(BenchError::NoFixtures)
+    }
+}
+
+/// The calculator, the time tool at the suite's fixed clock, and `weather`.
+#[cfg_attr(not(feature = "fixtures"), allow(dead_code))]
+fn registry(weather: WeatherTool) -> Result<ToolRegistry, BenchError> {
+    let now: DateTime<Utc> = FIXED_NOW
+        .parse()
+        .map_err(|e| BenchError::Usage(format!("bad fixed clock: {e}")))?;
+    let mut registry = ToolRegistry::new();
+    let register = |r: Result<(), corrigible::tool::RegistryError>| {
+        r.map_err(|e| BenchError::Usage(e.to_string()))
+    };
+    register(registry.register_typed(Calculator))?;
+    register(registry.register_typed(TimeTool::fixed(now)))?;
+    register(registry.register_typed(weather))?;
+    Ok(registry)
 }
 
 impl ToolsTask {

@@ -8,14 +8,14 @@
 //! [`ToolOutcome::Failed`](corrigible::ToolOutcome::Failed), which the engine retries.
 //!
 //! [`builtin_registry`] and [`register_builtins`] put them in a
-//! [`ToolRegistry`](corrigible::ToolRegistry). With the `fake-server` feature, [`fake`]
-//! offers an in-process fake of the Open-Meteo APIs for tests and benchmarks.
+//! [`ToolRegistry`](corrigible::ToolRegistry). [`fake`] holds the cities of a fake of the
+//! Open-Meteo APIs and, with the `fake-server` feature, an in-process server of them for tests
+//! and benchmarks.
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
 pub mod calculator;
 pub mod examples;
-#[cfg(feature = "fake-server")]
 pub mod fake;
 mod fold;
 pub mod registry;

@@ -80,6 +80,7 @@ pub fn find_city(name: &str) -> Option<&'static FakeCity> {
 }
 
 /// The city at these coordinates (within 0.01°), if any.
+#[cfg_attr(not(feature = "fake-server"), allow(dead_code))]
 pub fn city_at(latitude: f64, longitude: f64) -> Option<&'static FakeCity> {
     FAKE_CITIES
         .iter()
