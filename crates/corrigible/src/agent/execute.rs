@@ -1,5 +1,7 @@
 use std::time::Instant;
 
+use tracing::Instrument;
+
 use super::run::{Run, Success, Verdict, stopped};
 use crate::correction::fingerprint::fingerprint;
 use crate::correction::rejection::{Category, Rejection};
@@ -8,7 +10,7 @@ use crate::discovery::DESCRIBE_TOOL;
 use crate::policy::{BreakerDecision, BreakerState};
 use crate::stage::Stage;
 use crate::tool::{Tool, ToolContext, ToolOutcome};
-use crate::trace::{AttemptRecord, StepOutcome, StepRecord, StopReason};
+use crate::trace::{AttemptRecord, StepOutcome, StepRecord, StopReason, spans};
 
 /// Times an idempotent tool's identical call may return the same result again before a further
 /// one is `repeated_action`. BFCL's ground truth makes the same call up to four times (one per
@@ -50,13 +52,18 @@ impl Run<'_> {
             let rejection =
                 Rejection::new(Category::CircuitOpen, message.clone()).with_tool(name.clone());
             self.rec
-                .rejection(step, 1, &self.stage_of(step), &rejection);
+                .rejection(step, 1, &self.stage_of(step), &rejection, None);
             self.history
                 .tool_result(action.call_id.as_deref(), &name, &message, true);
             return Verdict::Executed;
         }
         let started = Instant::now();
-        let outcome = self.call(tool.as_ref(), &action, &mut record).await;
+        let span = spans::execute_tool(&name, action.call_id.as_deref(), step);
+        let outcome = self
+            .call(tool.as_ref(), &action, &mut record)
+            .instrument(span.clone())
+            .await;
+        spans::tool_ended(&span, &outcome, record.attempts);
         record.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.settle(action, print, record, outcome)
     }
@@ -114,6 +121,12 @@ impl Run<'_> {
                         && state == BreakerState::Closed =>
                 {
                     let delay = delays.next().unwrap_or_default();
+                    tracing::info!(
+                        corrigible.attempt = record.attempts,
+                        corrigible.retry_in_ms = delay.as_millis() as u64,
+                        error = %error,
+                        "tool attempt failed, retrying"
+                    );
                     record.attempt_errors.push(AttemptRecord {
                         attempt: record.attempts,
                         error,
@@ -182,8 +195,14 @@ impl Run<'_> {
                 self.rec.step(record, retried);
                 let rejection =
                     Rejection::new(Category::ToolRejected, message.clone()).with_tool(name.clone());
-                self.rec
-                    .rejection(step, counted.count, &self.stage_of(step), &rejection);
+                let left = counted.allowed.saturating_sub(counted.count);
+                self.rec.rejection(
+                    step,
+                    counted.count,
+                    &self.stage_of(step),
+                    &rejection,
+                    Some(left),
+                );
                 if counted.over {
                     let (count, allowed) = (counted.count, counted.allowed);
                     return Verdict::Stop(stopped(
@@ -209,7 +228,7 @@ impl Run<'_> {
                 let rejection =
                     Rejection::new(Category::ToolFailed, message.clone()).with_tool(name.clone());
                 self.rec
-                    .rejection(step, failures, &self.stage_of(step), &rejection);
+                    .rejection(step, failures, &self.stage_of(step), &rejection, None);
                 self.history.tool_result(call_id, &name, &message, true);
                 Verdict::Executed
             }

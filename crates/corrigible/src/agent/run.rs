@@ -23,6 +23,7 @@ use crate::policy::{BreakerPolicy, Policy};
 use crate::stage::Stage;
 use crate::tool::ToolRegistry;
 use crate::trace::recorder::Ending;
+use crate::trace::spans;
 use crate::trace::{NullSink, Recorder, RunReport, StopReason};
 
 /// What one run has learned: its successes, failures and the questions already asked.
@@ -168,7 +169,7 @@ impl<'a> Run<'a> {
     }
 
     pub(crate) async fn execute(mut self) -> Result<RunReport, RunError> {
-        let span = tracing::info_span!("run", run_id = %self.rec.run_id());
+        let span = spans::invoke_agent(self.rec.run_id(), self.model.name());
         async move {
             let mut step = 1;
             loop {
@@ -326,12 +327,13 @@ impl<'a> Run<'a> {
             correction,
         };
         let started = Instant::now();
-        let result = self
-            .model
-            .complete(&request)
-            .instrument(tracing::info_span!("model_call", stage = %stage))
-            .await;
+        let span = spans::chat(self.model.name(), &stage.to_string());
+        let result = self.model.complete(&request).instrument(span.clone()).await;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
+        match &result {
+            Ok(reply) => spans::answered(&span, self.model.name(), reply),
+            Err(error) => spans::failed(&span, error),
+        }
         match result {
             Ok(reply) => {
                 let identical =
@@ -455,8 +457,10 @@ impl<'a> Run<'a> {
         rejection: &Rejection,
         call_id: Option<&str>,
     ) {
-        self.rec.rejection(step, attempt, stage, rejection);
         let max_attempts = self.budget.max_attempts(rejection.category);
+        let left = max_attempts.saturating_sub(attempt);
+        self.rec
+            .rejection(step, attempt, stage, rejection, Some(left));
         let text = self
             .agent
             .feedback

@@ -3,6 +3,7 @@
 mod event;
 pub(crate) mod recorder;
 mod report;
+pub mod spans;
 mod verification;
 
 pub use event::{NullSink, TraceEvent, TraceSink};

@@ -186,13 +186,15 @@ impl Recorder {
         self.report.repairs.push(record);
     }
 
-    /// Records a rejection sent back to the model.
+    /// Records a rejection sent back to the model, and how many more its budget allows when
+    /// one bounds it.
     pub(crate) fn rejection(
         &mut self,
         step: u32,
         attempt: u32,
         stage: &Stage,
         rejection: &Rejection,
+        left: Option<u32>,
     ) {
         let record = CorrectionRecord {
             step,
@@ -204,7 +206,17 @@ impl Recorder {
             tool: rejection.tool.clone(),
             rule: rejection.rule.clone(),
         };
-        tracing::warn!(stage = %stage, category = %rejection.category, error = %rejection.message, "rejected");
+        tracing::warn!(
+            corrigible.correction.category = %rejection.category,
+            corrigible.correction.slot = step,
+            corrigible.correction.round = stage.correction(),
+            corrigible.correction.attempt = attempt,
+            corrigible.correction.left = left,
+            corrigible.correction.rule = rejection.rule.as_deref(),
+            corrigible.correction.tool = rejection.tool.as_deref(),
+            error = %rejection.message,
+            "correction"
+        );
         let index = self.report.corrections.len();
         if rejection.category.is_decision_rejection() {
             self.pending_decision.push(index);

@@ -1,0 +1,138 @@
+//! The run's `tracing` spans, named and attributed per the OpenTelemetry GenAI semantic
+//! conventions (v1.37): a run is `invoke_agent`, a model call `chat {model}`, a tool call
+//! `execute_tool {name}`. A `tracing-opentelemetry` layer exports them as they are; `otel.name`
+//! sets the exported span's name, `otel.kind` its kind and `otel.status_code` its status.
+//! Without a subscriber they cost a disabled-span check each.
+
+use tracing::Span;
+use tracing::field::Empty;
+
+use crate::model::{ModelError, ModelReply};
+use crate::tool::ToolOutcome;
+
+/// The provider and model a model's name (`openai:gpt-4o`, `local:qwen2.5-coder-1.5b`) stands
+/// for, with the conventions' provider names where one exists (`openai`, `anthropic`,
+/// `gcp.gemini`); a name without a provider prefix is `corrigible`'s own (replay, scripts).
+pub fn provider_and_model(name: &str) -> (&str, &str) {
+    match name.split_once(':') {
+        Some(("openai", model)) => ("openai", model),
+        Some(("anthropic", model)) => ("anthropic", model),
+        Some(("gemini", model)) => ("gcp.gemini", model),
+        Some(("local", model)) => ("corrigible.local", model),
+        Some((_, model)) => ("corrigible", model),
+        None => ("corrigible", name),
+    }
+}
+
+/// The span of one run of the agent.
+pub(crate) fn invoke_agent(run_id: &str, model: &str) -> Span {
+    let (provider, model) = provider_and_model(model);
+    tracing::info_span!(
+        "invoke_agent",
+        otel.name = "invoke_agent corrigible",
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "invoke_agent",
+        gen_ai.agent.name = "corrigible",
+        gen_ai.conversation.id = run_id,
+        gen_ai.provider.name = provider,
+        gen_ai.request.model = model,
+        run_id,
+    )
+}
+
+/// The span of one model call, `stage` naming the slot and correction round it answers.
+pub(crate) fn chat(model: &str, stage: &str) -> Span {
+    let (provider, model) = provider_and_model(model);
+    tracing::info_span!(
+        "chat",
+        otel.name = format!("chat {model}"),
+        otel.kind = "client",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "chat",
+        gen_ai.provider.name = provider,
+        gen_ai.request.model = model,
+        gen_ai.response.model = Empty,
+        gen_ai.response.finish_reasons = Empty,
+        gen_ai.usage.input_tokens = Empty,
+        gen_ai.usage.output_tokens = Empty,
+        error.type = Empty,
+        corrigible.stage = stage,
+        corrigible.transport_retries = Empty,
+    )
+}
+
+/// Records what a model call answered on its span: the tokens, the transport retries it took
+/// (attempts under the one operation), and why it stopped (`tool_calls` or `stop`).
+pub(crate) fn answered(span: &Span, model: &str, reply: &ModelReply) {
+    let (_, model) = provider_and_model(model);
+    span.record("gen_ai.response.model", model);
+    span.record("gen_ai.usage.input_tokens", reply.usage.input_tokens);
+    span.record("gen_ai.usage.output_tokens", reply.usage.output_tokens);
+    span.record("corrigible.transport_retries", reply.transport_retries);
+    let finish = if reply.tool_calls.is_empty() {
+        "[\"stop\"]"
+    } else {
+        "[\"tool_calls\"]"
+    };
+    span.record("gen_ai.response.finish_reasons", finish);
+}
+
+/// Records a failed model call on its span.
+pub(crate) fn failed(span: &Span, error: &ModelError) {
+    let kind = match error {
+        ModelError::Transport(_) => "transport",
+        _ => "model",
+    };
+    span.record("error.type", kind);
+    span.record("otel.status_code", "ERROR");
+}
+
+/// The span of one tool call, every attempt of it included.
+pub(crate) fn execute_tool(name: &str, call_id: Option<&str>, step: u32) -> Span {
+    tracing::info_span!(
+        "execute_tool",
+        otel.name = format!("execute_tool {name}"),
+        otel.kind = "internal",
+        otel.status_code = Empty,
+        gen_ai.operation.name = "execute_tool",
+        gen_ai.tool.name = name,
+        gen_ai.tool.call.id = call_id,
+        gen_ai.tool.type = "function",
+        error.type = Empty,
+        corrigible.step = step,
+        corrigible.attempts = Empty,
+    )
+}
+
+/// Records how a tool call ended on its span: its attempts, and the error's kind on failure.
+pub(crate) fn tool_ended(span: &Span, outcome: &ToolOutcome, attempts: u32) {
+    span.record("corrigible.attempts", attempts);
+    let kind = match outcome {
+        ToolOutcome::Ok(_) => return,
+        ToolOutcome::Retry(_) => "rejected_input",
+        ToolOutcome::Failed(_) => "tool_failed",
+        ToolOutcome::Fatal(_) => "tool_fatal",
+    };
+    span.record("error.type", kind);
+    span.record("otel.status_code", "ERROR");
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn providers_take_the_conventions_names() {
+        assert_eq!(provider_and_model("openai:gpt-4o"), ("openai", "gpt-4o"));
+        assert_eq!(
+            provider_and_model("gemini:gemini-2.5-flash"),
+            ("gcp.gemini", "gemini-2.5-flash")
+        );
+        assert_eq!(
+            provider_and_model("local:qwen2.5-coder-1.5b"),
+            ("corrigible.local", "qwen2.5-coder-1.5b")
+        );
+        assert_eq!(provider_and_model("replay"), ("corrigible", "replay"));
+    }
+}
