@@ -130,7 +130,12 @@ async fn aborted_posts_strand_no_run() {
     let settled = Instant::now();
     eventually_async(|| async { in_flight(&server).await == (0, 0) }).await;
     let settle_ms = settled.elapsed().as_millis();
-    let runs = server.state.store().list_runs(500, None).await.unwrap();
+    let runs = server
+        .state
+        .store()
+        .list_runs(500, None, &Default::default())
+        .await
+        .unwrap();
     let running = runs
         .iter()
         .filter(|r| r.status == RunStatus::Running)
@@ -230,7 +235,12 @@ async fn slow_and_stalled_bodies_are_cut_off() {
         }
     }
     let trickled = trickler.expect("a trickler").await.unwrap();
-    let runs = server.state.store().list_runs(10, None).await.unwrap();
+    let runs = server
+        .state
+        .store()
+        .list_runs(10, None, &Default::default())
+        .await
+        .unwrap();
     server.stop().await;
     report(
         "slow bodies",
@@ -413,7 +423,12 @@ async fn a_flood_of_runs_is_bounded_and_runs_finish_at_the_models_rate() {
     }
     let flood_secs = started.elapsed().as_secs_f64();
     let rss_after = rss_kib();
-    let runs = server.state.store().list_runs(500, None).await.unwrap();
+    let runs = server
+        .state
+        .store()
+        .list_runs(500, None, &Default::default())
+        .await
+        .unwrap();
     let finished_during = runs
         .iter()
         .filter(|r| r.finished_at.is_some_and(|t| t > 0))

@@ -403,7 +403,44 @@ async fn runs_are_listed_newest_first_with_a_cursor() {
     assert_eq!(rest["runs"][0]["tool_calls"], 1);
     assert_eq!(rest["next_before"], Value::Null);
 
-    for query in ["limit=0", "limit=abc", "limit=501", "colour=red"] {
+    let listed = |query: String| {
+        let request = server.client.get(server.url(&format!("/v1/runs?{query}")));
+        async move {
+            let page = body(request.send().await.unwrap()).await;
+            page["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["prompt"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        listed("status=finished&stop_reason=final&model=replay".into()).await,
+        ["third", "second", "first"]
+    );
+    assert!(listed("status=running".into()).await.is_empty());
+    assert!(
+        listed("stop_reason=corrections_exhausted".into())
+            .await
+            .is_empty()
+    );
+    assert!(listed("model=openai%3Agpt-4o".into()).await.is_empty());
+    assert!(listed("since=4102444800000".into()).await.is_empty());
+    assert_eq!(
+        listed("until=4102444800000&limit=1".into()).await,
+        ["third"]
+    );
+
+    for query in [
+        "limit=0",
+        "limit=abc",
+        "limit=501",
+        "colour=red",
+        "status=done",
+        "stop_reason=whatever",
+        "since=yesterday",
+    ] {
         let response = server
             .client
             .get(server.url(&format!("/v1/runs?{query}")))

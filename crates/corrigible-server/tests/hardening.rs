@@ -132,7 +132,7 @@ async fn post_bodies_must_be_json() {
         server
             .state
             .store()
-            .list_runs(10, None)
+            .list_runs(10, None, &Default::default())
             .await
             .unwrap()
             .is_empty()
@@ -597,7 +597,12 @@ async fn a_request_the_client_abandons_is_logged() {
     drop(stream);
     // The run goes on, detached, and ends.
     common::eventually_async(|| async {
-        let runs = server.state.store().list_runs(5, None).await.unwrap();
+        let runs = server
+            .state
+            .store()
+            .list_runs(5, None, &Default::default())
+            .await
+            .unwrap();
         runs.len() == 1 && runs[0].finished_at.is_some()
     })
     .await;

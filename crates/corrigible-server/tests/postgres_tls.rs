@@ -173,7 +173,10 @@ async fn a_least_privilege_role_runs_the_migrations_over_tls() {
         };
         store.insert_run(&run).await.unwrap();
         store.heartbeat("tls-test").await.unwrap();
-        let runs = store.list_runs(10, None).await.unwrap();
+        let runs = store
+            .list_runs(10, None, &Default::default())
+            .await
+            .unwrap();
         assert_eq!(runs.len(), 1, "{role}");
         let (superuser,): (bool,) =
             sqlx::query_as("SELECT rolsuper FROM pg_roles WHERE rolname = $1")

@@ -145,5 +145,11 @@ fn a_server_crash_mid_run_leaves_an_interrupted_run_with_its_events() {
 #[tokio::test]
 async fn an_in_memory_store_works() {
     let store = open_store("sqlite::memory:").await.unwrap();
-    assert!(store.list_runs(10, None).await.unwrap().is_empty());
+    assert!(
+        store
+            .list_runs(10, None, &Default::default())
+            .await
+            .unwrap()
+            .is_empty()
+    );
 }

@@ -11,7 +11,7 @@ use corrigible::trace::UsageTotals;
 use corrigible::{RunReport, StopReason};
 use corrigible_server::open_store;
 use corrigible_server::store::{
-    Ending, NewRun, RunEnd, RunStatus, RunStore, StoreError, StoredEvent, now_ms,
+    Ending, NewRun, RunEnd, RunFilter, RunStatus, RunStore, StoreError, StoredEvent, now_ms,
 };
 
 fn new_run(id: &str, owner: &str) -> NewRun {
@@ -41,10 +41,16 @@ async fn runs_are_stored_listed_and_paged(store: &dyn RunStore) {
     for id in ["run-01", "run-02", "run-03"] {
         store.insert_run(&new_run(id, "a")).await.unwrap();
     }
-    let page = store.list_runs(2, None).await.unwrap();
+    let page = store
+        .list_runs(2, None, &RunFilter::default())
+        .await
+        .unwrap();
     let ids: Vec<&str> = page.iter().map(|r| r.id.as_str()).collect();
     assert_eq!(ids, ["run-03", "run-02"]);
-    let rest = store.list_runs(2, Some("run-02")).await.unwrap();
+    let rest = store
+        .list_runs(2, Some("run-02"), &RunFilter::default())
+        .await
+        .unwrap();
     assert_eq!(rest.len(), 1);
     assert_eq!(rest[0].id, "run-01");
     let run = store.get_run("run-02").await.unwrap().unwrap();
@@ -389,8 +395,71 @@ async fn breakers_are_one_per_tool_for_every_instance(a: &dyn RunStore, b: &dyn 
     assert_eq!(flaky.1.failures, 20, "{records:?}");
 }
 
+async fn listings_keep_what_the_filter_names(store: &dyn RunStore) {
+    let now = now_ms();
+    let runs = [
+        ("flt-1", "filter-a", now - 60_000),
+        ("flt-2", "filter-a", now - 1_000),
+        ("flt-3", "filter-b", now - 500),
+        ("flt-4", "filter-a", now),
+    ];
+    for (id, model, created_at) in runs {
+        let mut run = new_run(id, "a");
+        run.model = model.into();
+        run.created_at = created_at;
+        store.insert_run(&run).await.unwrap();
+    }
+    let finished = RunEnd::Finished(Box::new(report("flt-2")));
+    store.end_run("flt-2", &finished, now).await.unwrap();
+    let failed = RunEnd::Failed {
+        kind: "transport".into(),
+        error: "connection refused".into(),
+    };
+    store.end_run("flt-3", &failed, now).await.unwrap();
+    let ids = |runs: Vec<corrigible_server::store::RunSummary>| -> Vec<String> {
+        runs.into_iter().map(|r| r.id).collect()
+    };
+    let list = |filter: RunFilter, before: Option<&'static str>| async move {
+        ids(store.list_runs(10, before, &filter).await.unwrap())
+    };
+    let model_a = || RunFilter {
+        model: Some("filter-a".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(list(model_a(), None).await, ["flt-4", "flt-2", "flt-1"]);
+    assert_eq!(list(model_a(), Some("flt-4")).await, ["flt-2", "flt-1"]);
+    let running_a = RunFilter {
+        status: Some(RunStatus::Running),
+        ..model_a()
+    };
+    assert_eq!(list(running_a, None).await, ["flt-4", "flt-1"]);
+    let failed = RunFilter {
+        status: Some(RunStatus::Failed),
+        model: Some("filter-b".into()),
+        ..RunFilter::default()
+    };
+    assert_eq!(list(failed, None).await, ["flt-3"]);
+    let stopped_final = RunFilter {
+        stop_reason: Some(StopReason::Final.as_str().into()),
+        ..model_a()
+    };
+    assert_eq!(list(stopped_final, None).await, ["flt-2"]);
+    let recent = RunFilter {
+        since: Some(now - 2_000),
+        until: Some(now),
+        ..model_a()
+    };
+    assert_eq!(list(recent, None).await, ["flt-2"]);
+    let nothing = RunFilter {
+        model: Some("filter-a' OR '1'='1".into()),
+        ..RunFilter::default()
+    };
+    assert!(list(nothing, None).await.is_empty());
+}
+
 async fn suite(store: Arc<dyn RunStore>, other: Arc<dyn RunStore>) {
     runs_are_stored_listed_and_paged(store.as_ref()).await;
+    listings_keep_what_the_filter_names(store.as_ref()).await;
     events_append_in_order_once(store.as_ref()).await;
     endings_are_recorded(store.as_ref()).await;
     batches_are_written_whole(store.as_ref()).await;

@@ -15,7 +15,8 @@ use crate::body::{read_limited, require_json};
 use crate::errors::{ApiError, BadRequest, NotFound, ServiceUnavailable};
 use crate::request::RunRequest;
 use crate::state::AppState;
-use crate::store::{RunRecord, RunSummary};
+use crate::store::{RunFilter, RunRecord, RunStatus, RunSummary};
+use corrigible::StopReason;
 
 /// Runs listed when `limit` is not given.
 const DEFAULT_LIMIT: u32 = 50;
@@ -70,6 +71,11 @@ fn prefers_async(headers: &HeaderMap) -> bool {
 pub(super) struct ListQuery {
     limit: Option<u32>,
     before: Option<String>,
+    status: Option<RunStatus>,
+    stop_reason: Option<StopReason>,
+    model: Option<String>,
+    since: Option<i64>,
+    until: Option<i64>,
 }
 
 /// Answer of `GET /v1/runs`.
@@ -80,7 +86,8 @@ pub(super) struct RunList {
     next_before: Option<String>,
 }
 
-/// `GET /v1/runs?limit=&before=`: runs, newest first.
+/// `GET /v1/runs?limit=&before=&status=&stop_reason=&model=&since=&until=`: the runs the
+/// filters keep, newest first.
 pub(super) async fn list(
     State(state): State<AppState>,
     query: Result<Query<ListQuery>, QueryRejection>,
@@ -95,7 +102,17 @@ pub(super) async fn list(
         Some(n) => n,
     };
     let before = query.before.filter(|b| !b.is_empty());
-    let runs = state.store().list_runs(limit, before.as_deref()).await?;
+    let filter = RunFilter {
+        status: query.status,
+        stop_reason: query.stop_reason.map(|r| r.as_str().to_string()),
+        model: query.model.filter(|m| !m.is_empty()),
+        since: query.since,
+        until: query.until,
+    };
+    let runs = state
+        .store()
+        .list_runs(limit, before.as_deref(), &filter)
+        .await?;
     let next_before = (runs.len() == limit as usize)
         .then(|| runs.last().map(|r| r.id.clone()))
         .flatten();

@@ -268,7 +268,7 @@ pub(super) mod tests {
     use tokio::sync::Semaphore;
 
     use super::*;
-    use crate::store::{NewRun, RunRecord, RunSummary, SqliteStore, StoreError};
+    use crate::store::{NewRun, RunFilter, RunRecord, RunSummary, SqliteStore, StoreError};
 
     /// A store whose event writes wait for a permit, to hold the writer mid-write.
     pub(in crate::runner) struct Held {
@@ -335,8 +335,9 @@ pub(super) mod tests {
             &self,
             limit: u32,
             before: Option<&str>,
+            filter: &RunFilter,
         ) -> Result<Vec<RunSummary>, StoreError> {
-            self.inner.list_runs(limit, before).await
+            self.inner.list_runs(limit, before, filter).await
         }
         async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
             self.inner.get_run(id).await

@@ -9,6 +9,7 @@
 mod batch;
 mod breakers;
 mod error;
+mod filter;
 mod options;
 #[cfg(feature = "postgres")]
 mod postgres;
@@ -26,6 +27,7 @@ use corrigible::policy::BreakerStore;
 
 pub use batch::Ending;
 pub use error::StoreError;
+pub use filter::RunFilter;
 pub use options::{DEFAULT_POOL_SIZE, StoreOptions};
 #[cfg(feature = "postgres")]
 pub use postgres::PostgresStore;
@@ -71,11 +73,12 @@ pub trait RunStore: Send + Sync {
     /// previous process with the same id crashed); returns how many were marked.
     async fn interrupt_owned(&self, instance: &str) -> Result<u64, StoreError>;
 
-    /// Runs, newest first, older than the run `before` when given.
+    /// Runs that `filter` keeps, newest first, older than the run `before` when given.
     async fn list_runs(
         &self,
         limit: u32,
         before: Option<&str>,
+        filter: &RunFilter,
     ) -> Result<Vec<RunSummary>, StoreError>;
 
     /// One run with its report, if it exists.

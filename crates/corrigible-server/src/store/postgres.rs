@@ -12,8 +12,8 @@ use super::batch::{FailedRow, FinishedRow, split};
 use super::postgres_tls::secure;
 use super::read::{Reader, int};
 use super::{
-    Ending, NewRun, RunEnd, RunRecord, RunStore, RunSummary, StoreError, StoreOptions, StoredEvent,
-    Totals, now_ms,
+    Ending, NewRun, RunEnd, RunFilter, RunRecord, RunStore, RunSummary, StoreError, StoreOptions,
+    StoredEvent, Totals, now_ms,
 };
 
 /// The database's clock in unix milliseconds.
@@ -343,8 +343,9 @@ impl RunStore for PostgresStore {
         &self,
         limit: u32,
         before: Option<&str>,
+        filter: &RunFilter,
     ) -> Result<Vec<RunSummary>, StoreError> {
-        Reader(&self.pool).list_runs(limit, before).await
+        Reader(&self.pool).list_runs(limit, before, filter).await
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {

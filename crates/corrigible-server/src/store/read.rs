@@ -4,6 +4,7 @@
 use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool, Row, Type};
 
 use super::error::StoreError;
+use super::filter::RunFilter;
 use super::record::{RunRecord, RunStatus, RunSummary, StoredEvent};
 
 /// The columns of a run's summary.
@@ -57,33 +58,50 @@ where
     for<'r> f64: Decode<'r, DB> + Type<DB>,
     for<'n> &'n str: ColumnIndex<DB::Row>,
 {
-    /// Runs, newest first, older than the run `before` when given.
+    /// Runs that `filter` keeps, newest first, older than the run `before` when given.
     pub async fn list_runs(
         &self,
         limit: u32,
         before: Option<&str>,
+        filter: &RunFilter,
     ) -> Result<Vec<RunSummary>, StoreError> {
-        let rows = match before {
-            Some(before) => {
-                let sql = DB::sql(&format!(
-                    "SELECT {SUMMARY_COLUMNS} FROM runs WHERE id < ? ORDER BY id DESC LIMIT ?"
-                ));
-                sqlx::query(&sql)
-                    .bind(before)
-                    .bind(i64::from(limit))
-                    .fetch_all(self.0)
-                    .await?
-            }
-            None => {
-                let sql = DB::sql(&format!(
-                    "SELECT {SUMMARY_COLUMNS} FROM runs ORDER BY id DESC LIMIT ?"
-                ));
-                sqlx::query(&sql)
-                    .bind(i64::from(limit))
-                    .fetch_all(self.0)
-                    .await?
-            }
-        };
+        let mut texts: Vec<(&str, &str)> = Vec::new();
+        let mut numbers: Vec<(&str, i64)> = Vec::new();
+        if let Some(before) = before {
+            texts.push(("id <", before));
+        }
+        if let Some(status) = filter.status {
+            texts.push(("status =", status.as_str()));
+        }
+        if let Some(reason) = &filter.stop_reason {
+            texts.push(("stop_reason =", reason));
+        }
+        if let Some(model) = &filter.model {
+            texts.push(("model =", model));
+        }
+        if let Some(since) = filter.since {
+            numbers.push(("created_at >=", since));
+        }
+        if let Some(until) = filter.until {
+            numbers.push(("created_at <", until));
+        }
+        let mut sql = format!("SELECT {SUMMARY_COLUMNS} FROM runs");
+        let conditions = texts.iter().map(|t| t.0).chain(numbers.iter().map(|n| n.0));
+        for (n, condition) in conditions.enumerate() {
+            sql.push_str(if n == 0 { " WHERE " } else { " AND " });
+            sql.push_str(condition);
+            sql.push_str(" ?");
+        }
+        sql.push_str(" ORDER BY id DESC LIMIT ?");
+        let sql = DB::sql(&sql);
+        let mut query = sqlx::query(&sql);
+        for (_, value) in &texts {
+            query = query.bind(*value);
+        }
+        for (_, value) in &numbers {
+            query = query.bind(*value);
+        }
+        let rows = query.bind(i64::from(limit)).fetch_all(self.0).await?;
         rows.iter().map(summary).collect()
     }
 

@@ -17,8 +17,8 @@ use self::writes::Writes;
 use super::batch::split;
 use super::read::{Reader, int};
 use super::{
-    Ending, NewRun, RunEnd, RunRecord, RunStore, RunSummary, StoreError, StoredEvent, Totals,
-    now_ms,
+    Ending, NewRun, RunEnd, RunFilter, RunRecord, RunStore, RunSummary, StoreError, StoredEvent,
+    Totals, now_ms,
 };
 
 /// A [`RunStore`] in a SQLite database.
@@ -322,8 +322,9 @@ impl RunStore for SqliteStore {
         &self,
         limit: u32,
         before: Option<&str>,
+        filter: &RunFilter,
     ) -> Result<Vec<RunSummary>, StoreError> {
-        Reader(&self.pool).list_runs(limit, before).await
+        Reader(&self.pool).list_runs(limit, before, filter).await
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
