@@ -1,5 +1,5 @@
 //! The dashboard in headless Chromium, driven through WebDriver (chromedriver): start a run
-//! with two corrections from the form and read its timeline.
+//! with two corrections from the form, read its timeline, and filter the run list.
 //!
 //! Needs Debian's `chromium` and `chromium-driver`; skipped (with a message) only when
 //! `/usr/bin/chromedriver` is absent. Set `CORRIGIBLE_SCREENSHOTS=DIR` to keep screenshots.
@@ -186,6 +186,39 @@ async fn the_timeline_shows_two_corrections_and_their_total() {
             "the row's run {run_id:?} is the run at {run_url}"
         );
         screenshot(&client, "list.png").await;
+
+        let status = client.find(Locator::Id("filter-status")).await?;
+        status.select_by_value("failed").await?;
+        client
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css("#runs-empty:not([hidden])"))
+            .await?;
+        let empty = client.find(Locator::Id("runs-empty")).await?.text().await?;
+        assert_eq!(empty, "No runs match these filters.");
+        assert!(
+            client
+                .find_all(Locator::Css("#runs-body tr"))
+                .await?
+                .is_empty()
+        );
+        status.select_by_value("finished").await?;
+        client
+            .find(Locator::Id("filter-stop"))
+            .await?
+            .select_by_value("final")
+            .await?;
+        client
+            .find(Locator::Id("filter-since"))
+            .await?
+            .select_by_value("3600000")
+            .await?;
+        let row = client
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css(&format!("#runs-body tr[data-run='{run_id}']")))
+            .await?;
+        screenshot(&client, "list-filtered.png").await;
         row.click().await?;
         let opened = client.current_url().await?;
         assert_eq!(opened.as_str(), run_url.as_str());

@@ -198,8 +198,19 @@ function runRow(run) {
     h("td", { class: "num", text: fmtMs(run.duration_ms) }));
 }
 
+function filterParams(params) {
+  for (const [id, name] of [["filter-status", "status"], ["filter-stop", "stop_reason"], ["filter-model", "model"]]) {
+    const value = $(id).value.trim();
+    if (value) params.set(name, value);
+  }
+  const recent = $("filter-since").value;
+  if (recent) params.set("since", String(Date.now() - Number(recent)));
+  return params.size > 1;
+}
+
 async function loadRuns(append) {
   const params = new URLSearchParams({ limit: "25" });
+  const filtered = filterParams(params);
   if (append && oldest) params.set("before", oldest);
   let page;
   try {
@@ -215,9 +226,12 @@ async function loadRuns(append) {
   oldest = page.next_before;
   $("more").hidden = !page.next_before;
   $("runs-empty").hidden = body.children.length > 0;
+  $("runs-empty").textContent = filtered ? "No runs match these filters." : "No runs yet. Start one above.";
 }
 
 $("refresh").addEventListener("click", () => loadRuns(false));
+$("filters").addEventListener("change", () => loadRuns(false));
+$("filters").addEventListener("submit", (event) => { event.preventDefault(); loadRuns(false); });
 $("more").addEventListener("click", () => loadRuns(true));
 
 // ---------- a run's timeline ----------
