@@ -10,10 +10,10 @@ mod parse;
 mod prompt;
 mod render;
 mod setup;
+mod telemetry;
 mod transcript;
 mod verifier;
 
-use std::io::IsTerminal;
 use std::process::ExitCode;
 use std::sync::Arc;
 
@@ -47,14 +47,7 @@ fn main() -> ExitCode {
         Command::Serve(_) => "warn,corrigible_server=info",
         _ => "off",
     };
-    tracing_subscriber::fmt()
-        .with_env_filter(
-            tracing_subscriber::EnvFilter::try_from_env("CORRIGIBLE_LOG")
-                .unwrap_or_else(|_| tracing_subscriber::EnvFilter::new(default_log)),
-        )
-        .with_writer(std::io::stderr)
-        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
-        .init();
+    let telemetry = telemetry::Telemetry::init(default_log);
     match &cli.command {
         Command::Parse(args) => return parse::parse(args),
         Command::Completions { shell } => return help::completions(*shell),
@@ -82,6 +75,8 @@ fn main() -> ExitCode {
             Command::Parse(_) | Command::Completions { .. } | Command::Man { .. } => Ok(()),
         }
     });
+    drop(runtime);
+    telemetry.shutdown();
     match result {
         Ok(()) => ExitCode::SUCCESS,
         Err(Failure::Usage(e)) => {

@@ -122,8 +122,8 @@ impl Run<'_> {
                 {
                     let delay = delays.next().unwrap_or_default();
                     tracing::info!(
-                        corrigible.attempt = record.attempts,
-                        corrigible.retry_in_ms = delay.as_millis() as u64,
+                        corrigible.attempt = i64::from(record.attempts),
+                        corrigible.retry_in_ms = spans::int(delay.as_millis() as u64),
                         error = %error,
                         "tool attempt failed, retrying"
                     );

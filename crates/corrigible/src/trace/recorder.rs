@@ -208,10 +208,10 @@ impl Recorder {
         };
         tracing::warn!(
             corrigible.correction.category = %rejection.category,
-            corrigible.correction.slot = step,
-            corrigible.correction.round = stage.correction(),
-            corrigible.correction.attempt = attempt,
-            corrigible.correction.left = left,
+            corrigible.correction.slot = i64::from(step),
+            corrigible.correction.round = i64::from(stage.correction()),
+            corrigible.correction.attempt = i64::from(attempt),
+            corrigible.correction.left = left.map(i64::from),
             corrigible.correction.rule = rejection.rule.as_deref(),
             corrigible.correction.tool = rejection.tool.as_deref(),
             error = %rejection.message,

@@ -2,7 +2,8 @@
 //! conventions (v1.37): a run is `invoke_agent`, a model call `chat {model}`, a tool call
 //! `execute_tool {name}`. A `tracing-opentelemetry` layer exports them as they are; `otel.name`
 //! sets the exported span's name, `otel.kind` its kind and `otel.status_code` its status.
-//! Without a subscriber they cost a disabled-span check each.
+//! Without a subscriber they cost a disabled-span check each. Numbers are recorded as `i64`,
+//! which `tracing-opentelemetry` exports as integers (a `u64` would become a string).
 
 use tracing::Span;
 use tracing::field::Empty;
@@ -22,6 +23,11 @@ pub fn provider_and_model(name: &str) -> (&str, &str) {
         Some((_, model)) => ("corrigible", model),
         None => ("corrigible", name),
     }
+}
+
+/// A counter as the integer an exporter keeps.
+pub(crate) fn int(value: u64) -> i64 {
+    i64::try_from(value).unwrap_or(i64::MAX)
 }
 
 /// The span of one run of the agent.
@@ -67,13 +73,16 @@ pub(crate) fn chat(model: &str, stage: &str) -> Span {
 pub(crate) fn answered(span: &Span, model: &str, reply: &ModelReply) {
     let (_, model) = provider_and_model(model);
     span.record("gen_ai.response.model", model);
-    span.record("gen_ai.usage.input_tokens", reply.usage.input_tokens);
-    span.record("gen_ai.usage.output_tokens", reply.usage.output_tokens);
-    span.record("corrigible.transport_retries", reply.transport_retries);
+    span.record("gen_ai.usage.input_tokens", int(reply.usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(reply.usage.output_tokens));
+    span.record(
+        "corrigible.transport_retries",
+        i64::from(reply.transport_retries),
+    );
     let finish = if reply.tool_calls.is_empty() {
-        "[\"stop\"]"
+        "stop"
     } else {
-        "[\"tool_calls\"]"
+        "tool_calls"
     };
     span.record("gen_ai.response.finish_reasons", finish);
 }
@@ -100,14 +109,14 @@ pub(crate) fn execute_tool(name: &str, call_id: Option<&str>, step: u32) -> Span
         gen_ai.tool.call.id = call_id,
         gen_ai.tool.type = "function",
         error.type = Empty,
-        corrigible.step = step,
+        corrigible.step = i64::from(step),
         corrigible.attempts = Empty,
     )
 }
 
 /// Records how a tool call ended on its span: its attempts, and the error's kind on failure.
 pub(crate) fn tool_ended(span: &Span, outcome: &ToolOutcome, attempts: u32) {
-    span.record("corrigible.attempts", attempts);
+    span.record("corrigible.attempts", i64::from(attempts));
     let kind = match outcome {
         ToolOutcome::Ok(_) => return,
         ToolOutcome::Retry(_) => "rejected_input",

@@ -1,0 +1,317 @@
+//! `corrigible run` exports its spans over OTLP/HTTP to a real backend, Arize Phoenix
+//! (`arize-phoenix` from PyPI, started on loopback here), and Phoenix's REST API shows them:
+//! names, the parent/child tree, the GenAI attributes, the correction events, a transport retry
+//! as an attempt of its model call, and no content.
+//!
+//! Needs `CORRIGIBLE_PHOENIX`, the `phoenix` executable (`.ci/run` installs it); without it the
+//! tests are skipped with a message, except under CI, where they fail.
+
+use std::net::TcpListener;
+use std::path::PathBuf;
+use std::process::{Command, Stdio};
+use std::sync::Arc;
+use std::sync::atomic::{AtomicU32, Ordering};
+use std::time::{Duration, Instant};
+
+use axum::Json;
+use axum::extract::State;
+use axum::http::StatusCode;
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::{Value, json};
+
+const REPLAY: &str = concat!(
+    env!("CARGO_MANIFEST_DIR"),
+    "/../corrigible/examples/replays/correction.jsonl"
+);
+const PROMPT: &str = "What is 2*(3+4)? (a secret prompt)";
+
+fn free_port() -> u16 {
+    TcpListener::bind("127.0.0.1:0")
+        .and_then(|l| l.local_addr())
+        .map(|a| a.port())
+        .expect("a free port")
+}
+
+fn phoenix() -> Option<PathBuf> {
+    let found = std::env::var_os("CORRIGIBLE_PHOENIX").map(PathBuf::from);
+    if found.is_none() {
+        let ci = std::env::var("CI").is_ok_and(|v| v == "true" || v == "1");
+        assert!(
+            !ci,
+            "CORRIGIBLE_PHOENIX is unset: CI must run the Phoenix tests (see .ci/run)"
+        );
+        eprintln!(
+            "SKIPPED: set CORRIGIBLE_PHOENIX to the `phoenix` executable of `pip install \
+             arize-phoenix` to run the telemetry tests"
+        );
+    }
+    found
+}
+
+/// Phoenix on loopback ports of its own, with a throwaway working directory; killed on drop.
+struct Phoenix {
+    child: std::process::Child,
+    port: u16,
+    _dir: tempfile::TempDir,
+}
+
+impl Phoenix {
+    fn start(program: &PathBuf) -> Self {
+        let dir = tempfile::tempdir().expect("a working directory");
+        let port = free_port();
+        let child = Command::new(program)
+            .arg("serve")
+            .env("PHOENIX_HOST", "127.0.0.1")
+            .env("PHOENIX_PORT", port.to_string())
+            .env("PHOENIX_GRPC_PORT", free_port().to_string())
+            .env("PHOENIX_WORKING_DIR", dir.path())
+            .env("PHOENIX_TELEMETRY_ENABLED", "false")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("phoenix starts");
+        let phoenix = Self {
+            child,
+            port,
+            _dir: dir,
+        };
+        let started = Instant::now();
+        while started.elapsed() < Duration::from_secs(120) {
+            let health = http::status(&phoenix.url("/healthz"));
+            if health.is_some_and(|status| status == 200) {
+                return phoenix;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+        panic!("Phoenix did not answer /healthz within 120 s");
+    }
+
+    fn url(&self, path: &str) -> String {
+        format!("http://127.0.0.1:{}{path}", self.port)
+    }
+
+    /// The spans of the default project, once `want` of them have arrived.
+    fn spans(&self, want: usize) -> Vec<Value> {
+        let started = Instant::now();
+        loop {
+            let spans = http::json(&self.url("/v1/projects/default/spans?limit=100"))
+                .and_then(|page| page["data"].as_array().cloned())
+                .unwrap_or_default();
+            if spans.len() >= want || started.elapsed() > Duration::from_secs(30) {
+                return spans;
+            }
+            std::thread::sleep(Duration::from_millis(250));
+        }
+    }
+}
+
+impl Drop for Phoenix {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+/// Blocking HTTP for a synchronous test, on a runtime of its own.
+mod http {
+    use serde_json::Value;
+
+    fn runtime() -> tokio::runtime::Runtime {
+        tokio::runtime::Builder::new_current_thread()
+            .enable_all()
+            .build()
+            .expect("a runtime")
+    }
+
+    pub fn status(url: &str) -> Option<u16> {
+        runtime().block_on(async { reqwest::get(url).await.ok().map(|r| r.status().as_u16()) })
+    }
+
+    pub fn json(url: &str) -> Option<Value> {
+        runtime().block_on(async { reqwest::get(url).await.ok()?.json().await.ok() })
+    }
+}
+
+fn corrigible(args: &[&str], endpoint: &str) -> Value {
+    let output = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(args)
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+        .env("OTEL_SERVICE_NAME", "corrigible-test")
+        .env_remove("CORRIGIBLE_LOG")
+        .output()
+        .expect("corrigible runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    serde_json::from_slice(&output.stdout).expect("a JSON report")
+}
+
+fn named<'a>(spans: &'a [Value], name: &str) -> Vec<&'a Value> {
+    spans.iter().filter(|s| s["name"] == name).collect()
+}
+
+fn span_id(span: &Value) -> &str {
+    span["context"]["span_id"].as_str().unwrap_or_default()
+}
+
+#[test]
+fn a_run_with_a_tool_call_and_a_correction_is_a_tree_of_genai_spans_in_phoenix() {
+    let Some(program) = phoenix() else { return };
+    let phoenix = Phoenix::start(&program);
+    let report = corrigible(
+        &[
+            "run",
+            "--json",
+            "--model",
+            &format!("replay:{REPLAY}"),
+            PROMPT,
+        ],
+        &phoenix.url(""),
+    );
+    assert_eq!(report["stop_reason"], "final");
+    let spans = phoenix.spans(5);
+
+    let runs = named(&spans, "invoke_agent corrigible");
+    assert_eq!(runs.len(), 1, "{spans:#?}");
+    let run = runs[0];
+    assert_eq!(run["parent_id"], Value::Null);
+    let attributes = &run["attributes"];
+    assert_eq!(attributes["gen_ai.operation.name"], "invoke_agent");
+    assert_eq!(attributes["gen_ai.agent.name"], "corrigible");
+    assert_eq!(attributes["gen_ai.conversation.id"], report["run_id"]);
+
+    let chats = named(&spans, "chat replay");
+    assert_eq!(chats.len(), 3, "three model calls: {spans:#?}");
+    for chat in &chats {
+        assert_eq!(chat["parent_id"].as_str(), Some(span_id(run)));
+        assert_eq!(chat["context"]["trace_id"], run["context"]["trace_id"]);
+        let attributes = &chat["attributes"];
+        assert_eq!(attributes["gen_ai.operation.name"], "chat");
+        assert_eq!(attributes["gen_ai.provider.name"], "corrigible");
+        assert_eq!(attributes["gen_ai.request.model"], "replay");
+        assert!(
+            attributes["gen_ai.usage.input_tokens"].as_i64() > Some(0),
+            "{chat:#}"
+        );
+        assert!(
+            attributes["gen_ai.usage.output_tokens"].as_i64() > Some(0),
+            "{chat:#}"
+        );
+    }
+
+    let tools = named(&spans, "execute_tool calculator");
+    assert_eq!(tools.len(), 1, "{spans:#?}");
+    assert_eq!(tools[0]["parent_id"].as_str(), Some(span_id(run)));
+    assert_eq!(tools[0]["attributes"]["gen_ai.tool.name"], "calculator");
+    assert_eq!(
+        tools[0]["attributes"]["gen_ai.operation.name"],
+        "execute_tool"
+    );
+
+    let corrections: Vec<&Value> = run["events"]
+        .as_array()
+        .into_iter()
+        .flatten()
+        .filter(|e| e["name"] == "correction")
+        .collect();
+    assert_eq!(corrections.len(), 1, "{run:#}");
+    let correction = &corrections[0]["attributes"];
+    assert_eq!(
+        correction["corrigible.correction.category"],
+        "invalid_tool_input"
+    );
+    assert_eq!(correction["corrigible.correction.tool"], "calculator");
+
+    let exported = serde_json::to_string(&spans).unwrap_or_default();
+    assert!(
+        !exported.contains("secret prompt"),
+        "no prompt is exported: {exported}"
+    );
+    assert!(
+        !exported.contains("2*(3+4) = 14"),
+        "no answer is exported: {exported}"
+    );
+}
+
+#[derive(Clone)]
+struct Flaky {
+    calls: Arc<AtomicU32>,
+}
+
+async fn chat(State(flaky): State<Flaky>, Json(_body): Json<Value>) -> Response {
+    if flaky.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+        return (
+            StatusCode::SERVICE_UNAVAILABLE,
+            [("retry-after", "0")],
+            Json(json!({"error": {"message": "overloaded"}})),
+        )
+            .into_response();
+    }
+    let decision = json!({"state": "final", "satisfied": true, "final_summary": "Hello."});
+    Json(json!({
+        "id": "chatcmpl-1",
+        "object": "chat.completion",
+        "model": "flaky-model",
+        "choices": [{
+            "index": 0,
+            "finish_reason": "stop",
+            "message": {"role": "assistant", "content": decision.to_string()}
+        }],
+        "usage": {"prompt_tokens": 50, "completion_tokens": 12, "total_tokens": 62}
+    }))
+    .into_response()
+}
+
+#[test]
+fn a_transport_retry_is_an_attempt_of_its_one_chat_span() {
+    let Some(program) = phoenix() else { return };
+    let phoenix = Phoenix::start(&program);
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let flaky = Flaky {
+        calls: Arc::new(AtomicU32::new(0)),
+    };
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("a port");
+    let base = format!("http://{}/v1", listener.local_addr().expect("an address"));
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .with_state(flaky.clone());
+    runtime.spawn(async move { axum::serve(listener, app).await });
+
+    let report = corrigible(
+        &[
+            "run",
+            "--json",
+            "--model",
+            "openai:flaky-model",
+            "--base-url",
+            &base,
+            "--provider-key",
+            "sk-test-not-exported",
+            "--protocol",
+            "json",
+            "Say hello.",
+        ],
+        &phoenix.url(""),
+    );
+    assert_eq!(report["stop_reason"], "final", "{report:#}");
+    assert_eq!(
+        flaky.calls.load(Ordering::SeqCst),
+        2,
+        "one retry, then the answer"
+    );
+
+    let spans = phoenix.spans(2);
+    let chats = named(&spans, "chat flaky-model");
+    assert_eq!(chats.len(), 1, "a retry is no span of its own: {spans:#?}");
+    let attributes = &chats[0]["attributes"];
+    assert_eq!(attributes["gen_ai.provider.name"], "openai");
+    assert_eq!(attributes["corrigible.transport_retries"], 1);
+    assert_eq!(attributes["gen_ai.usage.input_tokens"], 50);
+    let exported = serde_json::to_string(&spans).unwrap_or_default();
+    assert!(!exported.contains("sk-test-not-exported"), "{exported}");
+}
