@@ -1,7 +1,8 @@
 //! `corrigible run` exports its spans over OTLP/HTTP to a real backend, Arize Phoenix
 //! (`arize-phoenix` from PyPI, started on loopback here), and Phoenix's REST API shows them:
 //! names, the parent/child tree, the GenAI attributes, the correction events, a transport retry
-//! as an attempt of its model call, and no content.
+//! as an attempt of its model call, no content, and W3C `traceparent` continued from a client
+//! and passed on to the provider.
 //!
 //! Needs `CORRIGIBLE_PHOENIX`, the `phoenix` executable (`.ci/run` installs it); without it the
 //! tests are skipped with a message, except under CI, where they fail.
@@ -9,13 +10,13 @@
 use std::net::TcpListener;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU32, Ordering};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use axum::Json;
 use axum::extract::State;
-use axum::http::StatusCode;
+use axum::http::{HeaderMap, StatusCode};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::{Value, json};
@@ -239,9 +240,20 @@ fn a_run_with_a_tool_call_and_a_correction_is_a_tree_of_genai_spans_in_phoenix()
 #[derive(Clone)]
 struct Flaky {
     calls: Arc<AtomicU32>,
+    traceparents: Arc<Mutex<Vec<String>>>,
 }
 
-async fn chat(State(flaky): State<Flaky>, Json(_body): Json<Value>) -> Response {
+async fn chat(
+    State(flaky): State<Flaky>,
+    headers: HeaderMap,
+    Json(_body): Json<Value>,
+) -> Response {
+    let traceparent = headers
+        .get("traceparent")
+        .and_then(|v| v.to_str().ok())
+        .unwrap_or_default()
+        .to_string();
+    flaky.traceparents.lock().unwrap().push(traceparent);
     if flaky.calls.fetch_add(1, Ordering::SeqCst) == 0 {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
@@ -272,6 +284,7 @@ fn a_transport_retry_is_an_attempt_of_its_one_chat_span() {
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
     let flaky = Flaky {
         calls: Arc::new(AtomicU32::new(0)),
+        traceparents: Arc::new(Mutex::new(Vec::new())),
     };
     let listener = runtime
         .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
@@ -314,4 +327,135 @@ fn a_transport_retry_is_an_attempt_of_its_one_chat_span() {
     assert_eq!(attributes["gen_ai.usage.input_tokens"], 50);
     let exported = serde_json::to_string(&spans).unwrap_or_default();
     assert!(!exported.contains("sk-test-not-exported"), "{exported}");
+
+    let chat = chats[0];
+    let expected = format!(
+        "00-{}-{}-01",
+        chat["context"]["trace_id"].as_str().unwrap_or_default(),
+        span_id(chat)
+    );
+    let sent = flaky.traceparents.lock().unwrap().clone();
+    assert_eq!(
+        sent,
+        [expected.clone(), expected],
+        "both attempts carry the chat span as their parent"
+    );
+}
+
+#[test]
+fn a_served_run_continues_the_clients_trace() {
+    let Some(program) = phoenix() else { return };
+    let phoenix = Phoenix::start(&program);
+    let dir = tempfile::tempdir().expect("a directory");
+    let port = free_port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .args(["--model", &format!("replay:{REPLAY}")])
+        .args(["--db", &dir.path().join("runs.db").display().to_string()])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url(""))
+        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+        .env_remove("CORRIGIBLE_API_KEY")
+        .env_remove("CORRIGIBLE_CONFIG")
+        .env_remove("CORRIGIBLE_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("corrigible serve starts");
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    while http::status(&format!("{base}/healthz")) != Some(200) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "serve did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (trace_id, parent) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let status = runtime.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{base}/v1/runs"))
+            .header("traceparent", format!("00-{trace_id}-{parent}-01"))
+            .json(&json!({"prompt": "What is 2*(3+4)?"}))
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+    });
+    assert_eq!(status.ok(), Some(200));
+    let spans = phoenix.spans(6);
+    let _ = server.kill();
+    let _ = server.wait();
+
+    let requests = named(&spans, "POST /v1/runs");
+    assert_eq!(requests.len(), 1, "{spans:#?}");
+    let request = requests[0];
+    assert_eq!(request["context"]["trace_id"], trace_id);
+    assert_eq!(request["parent_id"], parent);
+    let runs = named(&spans, "invoke_agent corrigible");
+    assert_eq!(runs.len(), 1, "{spans:#?}");
+    assert_eq!(runs[0]["context"]["trace_id"], trace_id);
+    assert_eq!(runs[0]["parent_id"].as_str(), Some(span_id(request)));
+}
+
+#[test]
+fn the_gateway_continues_the_clients_trace_to_the_upstream() {
+    let Some(program) = phoenix() else { return };
+    let phoenix = Phoenix::start(&program);
+    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+    let flaky = Flaky {
+        calls: Arc::new(AtomicU32::new(1)),
+        traceparents: Arc::new(Mutex::new(Vec::new())),
+    };
+    let listener = runtime
+        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+        .expect("a port");
+    let upstream = format!("http://{}/v1", listener.local_addr().expect("an address"));
+    let app = axum::Router::new()
+        .route("/v1/chat/completions", post(chat))
+        .with_state(flaky.clone());
+    runtime.spawn(async move { axum::serve(listener, app).await });
+
+    let dir = tempfile::tempdir().expect("a directory");
+    let port = free_port();
+    let mut server = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+        .args(["--model", "openai:flaky-model", "--base-url", &upstream])
+        .args(["--provider-key", "none", "--protocol", "json"])
+        .args(["--db", &dir.path().join("runs.db").display().to_string()])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url(""))
+        .env_remove("CORRIGIBLE_API_KEY")
+        .env_remove("CORRIGIBLE_CONFIG")
+        .env_remove("CORRIGIBLE_LOG")
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("corrigible serve starts");
+    let base = format!("http://127.0.0.1:{port}");
+    let started = Instant::now();
+    while http::status(&format!("{base}/healthz")) != Some(200) {
+        assert!(
+            started.elapsed() < Duration::from_secs(60),
+            "serve did not start"
+        );
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    let (trace_id, parent) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
+    let status = runtime.block_on(async {
+        reqwest::Client::new()
+            .post(format!("{base}/v1/chat/completions"))
+            .header("traceparent", format!("00-{trace_id}-{parent}-01"))
+            .json(&json!({"model": "flaky-model", "messages": [{"role": "user", "content": "Hi"}]}))
+            .send()
+            .await
+            .map(|r| r.status().as_u16())
+    });
+    let _ = server.kill();
+    let _ = server.wait();
+    assert_eq!(status.ok(), Some(200));
+    let sent = flaky.traceparents.lock().unwrap().clone();
+    assert_eq!(sent.len(), 1, "{sent:?}");
+    let fields: Vec<&str> = sent[0].split('-').collect();
+    assert_eq!(fields.len(), 4, "{sent:?}");
+    assert_eq!(fields[1], trace_id, "the client's trace goes on upstream");
+    assert_ne!(fields[2], parent, "under the gateway's own span");
 }

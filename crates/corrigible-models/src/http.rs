@@ -3,9 +3,11 @@
 //! 504 and 529, and errors that never carry the API key.
 
 use corrigible::ModelError;
+use opentelemetry::trace::TraceContextExt;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::anthropic::ANTHROPIC_VERSION;
 use crate::error::ModelsError;
@@ -129,7 +131,10 @@ impl Transport {
         body: &B,
     ) -> Result<(reqwest::Response, u32), ModelError> {
         let name = self.provider.display_name();
-        let headers = self.headers()?;
+        let mut headers = self.headers()?;
+        if let Some(parent) = traceparent() {
+            headers.insert(HeaderName::from_static("traceparent"), parent);
+        }
         let mut retries = 0u32;
         loop {
             let sent = client
@@ -251,6 +256,24 @@ pub(crate) fn provider_message(body: &str) -> String {
         None if body.trim().is_empty() => "(empty body)".to_string(),
         None => body.trim().chars().take(300).collect(),
     }
+}
+
+/// The W3C `traceparent` of the span the request is made in, when an OpenTelemetry layer
+/// records it, so the provider's own spans continue the run's trace.
+fn traceparent() -> Option<HeaderValue> {
+    let context = tracing::Span::current().context();
+    let span = context.span();
+    let parent = span.span_context();
+    if !parent.is_valid() {
+        return None;
+    }
+    let value = format!(
+        "00-{}-{}-{:02x}",
+        parent.trace_id(),
+        parent.span_id(),
+        parent.trace_flags().to_u8()
+    );
+    HeaderValue::from_str(&value).ok()
 }
 
 /// The configured base URL without trailing slashes, or the provider's default.

@@ -51,6 +51,7 @@ mod security_headers;
 mod server;
 mod state;
 pub mod store;
+mod traceparent;
 
 pub use config::{
     DEFAULT_ADDR, DEFAULT_BODY_LIMIT, DEFAULT_BODY_READ_TIMEOUT, DEFAULT_DB, DEFAULT_EVENT_QUEUE,

@@ -30,12 +30,14 @@ use corrigible::ModelError;
 use corrigible::policy::{BreakerPolicy, CircuitBreakers};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
+use tracing::Instrument;
 
 use crate::body::{read_limited, require_json};
 use crate::errors::{
     ApiError, BadGateway, BadRequest, NotFound, ServiceUnavailable, error_response,
 };
 use crate::state::AppState;
+use crate::traceparent;
 use check::Contract;
 use correct::{Outcome, UpstreamError};
 pub use upstream::{ModelUpstream, Upstream};
@@ -119,12 +121,22 @@ pub(crate) async fn models(State(state): State<AppState>) -> Result<Json<Value>,
     })))
 }
 
-/// `POST /v1/chat/completions`.
+/// `POST /v1/chat/completions`; a client's `traceparent` is continued, and passed on to the
+/// upstream with the request's span as parent.
 pub(crate) async fn chat_completions(
     State(state): State<AppState>,
     headers: HeaderMap,
     body: Body,
 ) -> Result<Response, ApiError> {
+    let trace = traceparent::continued(&headers, "POST /v1/chat/completions");
+    let answer = answer(state, headers, body);
+    match trace {
+        Some(span) => answer.instrument(span).await,
+        None => answer.await,
+    }
+}
+
+async fn answer(state: AppState, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {
     let gateway = gateway(&state)?;
     if state.is_shutting_down() {
         return Err(ServiceUnavailable::ShuttingDown.into());

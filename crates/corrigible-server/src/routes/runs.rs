@@ -16,6 +16,7 @@ use crate::errors::{ApiError, BadRequest, NotFound, ServiceUnavailable};
 use crate::request::RunRequest;
 use crate::state::AppState;
 use crate::store::{RunFilter, RunRecord, RunStatus, RunSummary};
+use crate::traceparent;
 use corrigible::StopReason;
 
 /// Runs listed when `limit` is not given.
@@ -36,7 +37,8 @@ pub(super) async fn create(
     require_json(&headers)?;
     let bytes = read_limited(&headers, body, state.body_limit, state.body_read_timeout).await?;
     let plan = RunRequest::parse(&bytes)?.validate(state.agent())?;
-    let started = state.runner.start(plan).await?;
+    let trace = traceparent::continued(&headers, "POST /v1/runs");
+    let started = state.runner.start(plan, trace).await?;
     let run_id = started.run_id.clone();
     let location = HeaderValue::from_str(&format!("/v1/runs/{run_id}")).ok();
     let mut response = if prefers_async(&headers) {

@@ -16,6 +16,7 @@ use std::time::Duration;
 use corrigible::{Agent, Model, RunError, RunOptions, RunReport};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tracing::Instrument;
 
 pub(crate) use self::admission::AdmissionLimits;
 use self::admission::{Admission, Slot};
@@ -155,7 +156,12 @@ impl Runner {
     /// meanwhile leaves nothing behind. From then on the run is one unit in its own task that
     /// no client can cut short: it is stored, runs and stores its ending; a client that goes
     /// away leaves it running detached, as an asynchronous run does.
-    pub(crate) async fn start(self: &Arc<Self>, plan: RunPlan) -> Result<Started, ApiError> {
+    /// `trace` is the span the run's spans continue (a client's `traceparent`), if any.
+    pub(crate) async fn start(
+        self: &Arc<Self>,
+        plan: RunPlan,
+        trace: Option<tracing::Span>,
+    ) -> Result<Started, ApiError> {
         if self.is_shutting_down() {
             return Err(ServiceUnavailable::ShuttingDown.into());
         }
@@ -173,7 +179,8 @@ impl Runner {
         let (stored_tx, stored) = oneshot::channel();
         let this = self.clone();
         let id = run_id.clone();
-        let task = tokio::spawn(async move { this.execute(&id, plan, slot, stored_tx).await });
+        let task =
+            tokio::spawn(async move { this.execute(&id, plan, trace, slot, stored_tx).await });
         self.inflight.attach(&run_id, task.abort_handle());
         match stored.await {
             Ok(Ok(())) => Ok(Started { run_id, task }),
@@ -188,6 +195,7 @@ impl Runner {
         self: Arc<Self>,
         run_id: &str,
         plan: RunPlan,
+        trace: Option<tracing::Span>,
         _slot: Slot,
         stored: oneshot::Sender<Result<(), ApiError>>,
     ) -> Result<RunReport, ApiError> {
@@ -223,7 +231,11 @@ impl Runner {
             model: Some(model),
             policy: plan.policy,
         };
-        let result = self.agent.run_with(&plan.prompt, options).await;
+        let run = self.agent.run_with(&plan.prompt, options);
+        let result = match trace {
+            Some(span) => run.instrument(span).await,
+            None => run.await,
+        };
         self.end(run_id, &result).await;
         result.map_err(|error| run_error(run_id, error))
     }
