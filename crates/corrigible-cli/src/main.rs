@@ -163,7 +163,8 @@ async fn build_agent(
         .policy(policy)
         .discovery(setup::discovery(tool_args)?)
         .protocol(model.protocol)
-        .protocol_reason(model.protocol_reason);
+        .protocol_reason(model.protocol_reason)
+        .capture_content(telemetry::captures_content());
     if let Some(template) = &file.feedback.template {
         builder = builder.feedback_template(template.clone());
     }

@@ -53,6 +53,13 @@ impl Telemetry {
     }
 }
 
+/// Whether the spans should carry messages, tool arguments and results: the GenAI
+/// instrumentations' opt-in, `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT=true`.
+pub fn captures_content() -> bool {
+    std::env::var("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+        .is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
+}
+
 /// Whether the environment asks for trace export: an endpoint is named, the SDK is not
 /// disabled and the traces exporter is not `none`.
 fn exporting() -> bool {

@@ -237,6 +237,58 @@ fn a_run_with_a_tool_call_and_a_correction_is_a_tree_of_genai_spans_in_phoenix()
     );
 }
 
+#[test]
+fn content_is_exported_only_when_opted_in() {
+    let Some(program) = phoenix() else { return };
+    let phoenix = Phoenix::start(&program);
+    let output = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args([
+            "run",
+            "--json",
+            "--model",
+            &format!("replay:{REPLAY}"),
+            PROMPT,
+        ])
+        .env("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url(""))
+        .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
+        .env_remove("CORRIGIBLE_LOG")
+        .output()
+        .expect("corrigible runs");
+    assert!(output.status.success());
+    let spans = phoenix.spans(5);
+    let chats = named(&spans, "chat replay");
+    assert_eq!(chats.len(), 3, "{spans:#?}");
+    let input = chats[0]["attributes"]["gen_ai.input.messages"]
+        .as_str()
+        .unwrap_or_default();
+    let messages: Value = serde_json::from_str(input).expect("JSON messages");
+    let asked = messages.as_array().into_iter().flatten().any(|m| {
+        m["role"] == "user"
+            && m["parts"][0]["content"]
+                .as_str()
+                .is_some_and(|c| c.contains("secret prompt"))
+    });
+    assert!(asked, "the request is among the messages: {messages:#}");
+    let output = chats[0]["attributes"]["gen_ai.output.messages"]
+        .as_str()
+        .unwrap_or_default();
+    assert!(output.contains("\"role\":\"assistant\""), "{output}");
+    let tools = named(&spans, "execute_tool calculator");
+    assert_eq!(tools.len(), 1);
+    assert!(
+        tools[0]["attributes"]["gen_ai.tool.call.result"]
+            .as_str()
+            .is_some_and(|r| r.contains("14")),
+        "{:#}",
+        tools[0]
+    );
+    assert!(
+        tools[0]["attributes"]["gen_ai.tool.call.arguments"]
+            .as_str()
+            .is_some_and(|a| a.contains("expression"))
+    );
+}
+
 #[derive(Clone)]
 struct Flaky {
     calls: Arc<AtomicU32>,

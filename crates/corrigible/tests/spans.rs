@@ -138,6 +138,11 @@ async fn a_run_with_a_correction_and_a_tool_call_is_a_tree_of_genai_spans() {
         assert_eq!(chat.fields["gen_ai.usage.input_tokens"], "100");
         assert_eq!(chat.fields["gen_ai.usage.output_tokens"], "10");
         assert!(!chat.fields.contains_key("error.type"));
+        assert!(
+            !chat.fields.contains_key("gen_ai.input.messages"),
+            "no content unless asked"
+        );
+        assert!(!chat.fields.contains_key("gen_ai.output.messages"));
     }
     assert_eq!(chats[0].fields["corrigible.stage"], "step_1");
     assert_eq!(chats[1].fields["corrigible.stage"], "step_1_correction_1");
@@ -225,4 +230,42 @@ async fn a_failed_model_call_sets_error_type_on_its_span() {
     assert_eq!(chats.len(), 1);
     assert_eq!(chats[0].fields["error.type"], "transport");
     assert_eq!(chats[0].fields["otel.status_code"], "ERROR");
+}
+
+#[tokio::test(flavor = "current_thread")]
+async fn content_is_on_the_spans_only_when_the_agent_captures_it() {
+    let model = Arc::new(Scripted::texts(&[
+        &action("calculator", json!({"expression": "2*(3+4)"})),
+        &final_answer(true, "14"),
+    ]));
+    let agent = Agent::builder_shared(model)
+        .tool(Calc::new())
+        .capture_content(true)
+        .build()
+        .unwrap();
+    let seen = traced(agent, "What is 2*(3+4)?").await;
+    let chats = named(&seen, "chat");
+    let input: serde_json::Value =
+        serde_json::from_str(&chats[0].fields["gen_ai.input.messages"]).unwrap();
+    let request = input
+        .as_array()
+        .unwrap()
+        .iter()
+        .find(|m| m["role"] == "user")
+        .unwrap();
+    assert_eq!(request["parts"][0]["type"], "text");
+    assert!(
+        request["parts"][0]["content"]
+            .as_str()
+            .is_some_and(|c| c.contains("What is 2*(3+4)?"))
+    );
+    let output: serde_json::Value =
+        serde_json::from_str(&chats[0].fields["gen_ai.output.messages"]).unwrap();
+    assert_eq!(output[0]["role"], "assistant");
+    let tools = named(&seen, "execute_tool");
+    assert_eq!(
+        tools[0].fields["gen_ai.tool.call.arguments"],
+        r#"{"expression":"2*(3+4)"}"#
+    );
+    assert_eq!(tools[0].fields["gen_ai.tool.call.result"], "14");
 }

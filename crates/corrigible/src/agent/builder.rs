@@ -60,6 +60,7 @@ pub struct AgentBuilder {
     verifier: Option<Verifier>,
     rules: Vec<Arc<dyn Rule>>,
     without_rules: Vec<String>,
+    capture_content: bool,
 }
 
 impl AgentBuilder {
@@ -84,6 +85,7 @@ impl AgentBuilder {
             verifier: None,
             rules: Vec::new(),
             without_rules: Vec::new(),
+            capture_content: false,
         }
     }
 
@@ -227,6 +229,14 @@ impl AgentBuilder {
         self
     }
 
+    /// Records the messages each model call saw and answered, and each tool call's arguments
+    /// and result, on the run's spans (the GenAI conventions' opt-in attributes). Off unless
+    /// set: they can hold anything a user or a tool wrote.
+    pub fn capture_content(mut self, on: bool) -> Self {
+        self.capture_content = on;
+        self
+    }
+
     /// Validates everything and builds the agent.
     pub fn build(mut self) -> Result<Agent, BuildError> {
         if let Some(error) = self.errors.drain(..).next() {
@@ -301,6 +311,7 @@ impl AgentBuilder {
             verifier: self.verifier,
             rules: self.rules,
             without_rules: self.without_rules,
+            capture_content: self.capture_content,
         })
     }
 }

@@ -64,6 +64,9 @@ impl Run<'_> {
             .instrument(span.clone())
             .await;
         spans::tool_ended(&span, &outcome, record.attempts);
+        if self.agent.capture_content {
+            spans::tool_content(&span, &action.input, &outcome);
+        }
         record.latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         self.settle(action, print, record, outcome)
     }

@@ -47,6 +47,8 @@ pub struct Agent {
     pub(crate) rules: Vec<Arc<dyn crate::rule::Rule>>,
     /// Built-in rules left out by name, whatever the policy's checks say.
     pub(crate) without_rules: Vec<String>,
+    /// Whether the spans carry messages, tool arguments and results.
+    pub(crate) capture_content: bool,
 }
 
 /// Per-run options.

@@ -331,7 +331,12 @@ impl<'a> Run<'a> {
         let result = self.model.complete(&request).instrument(span.clone()).await;
         let latency_ms = started.elapsed().as_secs_f64() * 1000.0;
         match &result {
-            Ok(reply) => spans::answered(&span, self.model.name(), reply),
+            Ok(reply) => {
+                spans::answered(&span, self.model.name(), reply);
+                if self.agent.capture_content {
+                    spans::content(&span, &request.messages, reply);
+                }
+            }
             Err(error) => spans::failed(&span, error),
         }
         match result {

@@ -8,6 +8,9 @@
 use tracing::Span;
 use tracing::field::Empty;
 
+use serde_json::{Value, json};
+
+use crate::message::{Message, Role, ToolCall};
 use crate::model::{ModelError, ModelReply};
 use crate::tool::ToolOutcome;
 
@@ -65,7 +68,64 @@ pub(crate) fn chat(model: &str, stage: &str) -> Span {
         error.type = Empty,
         corrigible.stage = stage,
         corrigible.transport_retries = Empty,
+        gen_ai.input.messages = Empty,
+        gen_ai.output.messages = Empty,
     )
+}
+
+/// Records the messages a model call saw and the reply it gave, in the conventions' JSON form
+/// (`[{"role", "parts": [{"type": "text", "content"}]}]`, tool calls as `tool_call` parts, tool
+/// results as `tool_call_response` parts): only for an agent that captures content.
+pub(crate) fn content(span: &Span, messages: &[Message], reply: &ModelReply) {
+    let input: Vec<Value> = messages.iter().map(message).collect();
+    span.record("gen_ai.input.messages", Value::Array(input).to_string());
+    let mut parts: Vec<Value> = reply
+        .text
+        .iter()
+        .map(|text| json!({"type": "text", "content": text}))
+        .collect();
+    parts.extend(reply.tool_calls.iter().map(call));
+    let output = json!([{"role": "assistant", "parts": parts}]);
+    span.record("gen_ai.output.messages", output.to_string());
+}
+
+fn message(message: &Message) -> Value {
+    let role = match message.role {
+        Role::System => "system",
+        Role::User => "user",
+        Role::Assistant => "assistant",
+        Role::Tool => "tool",
+    };
+    let mut parts = Vec::new();
+    if message.role == Role::Tool {
+        parts.push(json!({
+            "type": "tool_call_response",
+            "id": message.tool_call_id,
+            "response": message.content,
+        }));
+    } else if !message.content.is_empty() {
+        parts.push(json!({"type": "text", "content": message.content}));
+    }
+    parts.extend(message.tool_calls.iter().map(call));
+    json!({"role": role, "parts": parts})
+}
+
+fn call(call: &ToolCall) -> Value {
+    let arguments = serde_json::from_str::<Value>(&call.arguments)
+        .unwrap_or_else(|_| Value::String(call.arguments.clone()));
+    json!({"type": "tool_call", "id": call.id, "name": call.name, "arguments": arguments})
+}
+
+/// Records a tool call's arguments and result: only for an agent that captures content.
+pub(crate) fn tool_content(span: &Span, arguments: &Value, outcome: &ToolOutcome) {
+    span.record("gen_ai.tool.call.arguments", arguments.to_string());
+    let result = match outcome {
+        ToolOutcome::Ok(value) => value.to_string(),
+        ToolOutcome::Retry(text) | ToolOutcome::Failed(text) | ToolOutcome::Fatal(text) => {
+            text.clone()
+        }
+    };
+    span.record("gen_ai.tool.call.result", result);
 }
 
 /// Records what a model call answered on its span: the tokens, the transport retries it took
@@ -111,6 +171,8 @@ pub(crate) fn execute_tool(name: &str, call_id: Option<&str>, step: u32) -> Span
         error.type = Empty,
         corrigible.step = i64::from(step),
         corrigible.attempts = Empty,
+        gen_ai.tool.call.arguments = Empty,
+        gen_ai.tool.call.result = Empty,
     )
 }
 
