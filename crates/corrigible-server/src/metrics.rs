@@ -48,6 +48,25 @@ pub const BREAKER_STATE: &str = "corrigible_breaker_state";
 /// Model-call latency.
 pub const MODEL_CALL_SECONDS: &str = "corrigible_model_call_duration_seconds";
 
+/// Local repairs of replies, by kind.
+pub const REPAIRS: &str = "corrigible_repairs_total";
+/// Tokens per model call, by `gen_ai_token_type` (`input`, `output`): the GenAI conventions'
+/// `gen_ai.client.token.usage`.
+pub const GENAI_TOKEN_USAGE: &str = "gen_ai_client_token_usage";
+/// Model-call duration, the GenAI conventions' `gen_ai.client.operation.duration`.
+pub const GENAI_OPERATION_DURATION: &str = "gen_ai_client_operation_duration_seconds";
+
+/// The GenAI conventions' advised buckets for token counts.
+const TOKEN_BUCKETS: [f64; 14] = [
+    1.0, 4.0, 16.0, 64.0, 256.0, 1024.0, 4096.0, 16384.0, 65536.0, 262144.0, 1048576.0, 4194304.0,
+    16777216.0, 67108864.0,
+];
+
+/// The GenAI conventions' advised buckets for operation durations, in seconds.
+const OPERATION_BUCKETS: [f64; 14] = [
+    0.01, 0.02, 0.04, 0.08, 0.16, 0.32, 0.64, 1.28, 2.56, 5.12, 10.24, 20.48, 40.96, 81.92,
+];
+
 const LATENCY_BUCKETS: [f64; 14] = [
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
@@ -94,10 +113,18 @@ impl Default for Metrics {
 impl Metrics {
     /// A fresh recorder with the model-latency histogram's buckets.
     pub fn new() -> Self {
-        let builder = PrometheusBuilder::new();
-        let builder = builder
-            .set_buckets_for_metric(Matcher::Full(MODEL_CALL_SECONDS.into()), &LATENCY_BUCKETS)
-            .unwrap_or_else(|_| PrometheusBuilder::new());
+        let buckets = [
+            (MODEL_CALL_SECONDS, &LATENCY_BUCKETS),
+            (GENAI_TOKEN_USAGE, &TOKEN_BUCKETS),
+            (GENAI_OPERATION_DURATION, &OPERATION_BUCKETS),
+        ];
+        let mut builder = PrometheusBuilder::new();
+        for (name, bounds) in buckets {
+            builder = match builder.set_buckets_for_metric(Matcher::Full(name.into()), bounds) {
+                Ok(builder) => builder,
+                Err(_) => PrometheusBuilder::new(),
+            };
+        }
         let recorder = builder.build_recorder();
         let handle = recorder.handle();
         let metrics = Self {
@@ -147,6 +174,16 @@ impl Metrics {
                 "Circuit breaker state per tool: 0 closed, 1 half-open, 2 open."
             );
             describe_histogram!(MODEL_CALL_SECONDS, Unit::Seconds, "Model-call latency.");
+            describe_counter!(REPAIRS, "Local repairs of model replies, by kind.");
+            describe_histogram!(
+                GENAI_TOKEN_USAGE,
+                "Tokens per model call, by token type (gen_ai.client.token.usage)."
+            );
+            describe_histogram!(
+                GENAI_OPERATION_DURATION,
+                Unit::Seconds,
+                "Model-call duration (gen_ai.client.operation.duration)."
+            );
         });
         metrics
     }
@@ -177,7 +214,24 @@ impl Metrics {
     pub fn event(&self, event: &TraceEvent) {
         self.with(|| match event {
             TraceEvent::ModelCall { record } => {
-                histogram!(MODEL_CALL_SECONDS).record(record.latency_ms / 1000.0);
+                let seconds = record.latency_ms / 1000.0;
+                histogram!(MODEL_CALL_SECONDS).record(seconds);
+                histogram!(GENAI_OPERATION_DURATION, "gen_ai_operation_name" => "chat")
+                    .record(seconds);
+                for (kind, tokens) in [
+                    ("input", record.input_tokens),
+                    ("output", record.output_tokens),
+                ] {
+                    histogram!(
+                        GENAI_TOKEN_USAGE,
+                        "gen_ai_operation_name" => "chat",
+                        "gen_ai_token_type" => kind
+                    )
+                    .record(tokens as f64);
+                }
+            }
+            TraceEvent::Repair { record } => {
+                counter!(REPAIRS, "kind" => record.kind.as_str()).increment(1);
             }
             TraceEvent::Rejection { record, .. } => {
                 counter!(CORRECTIONS, "category" => record.category.as_str()).increment(1);

@@ -593,6 +593,9 @@ async fn metrics_count_runs_corrections_tools_breakers_and_latency() {
         "corrigible_breaker_state{tool=\"sleep\"} 0",
         "corrigible_model_call_duration_seconds_bucket{le=\"0.001\"}",
         "corrigible_model_call_duration_seconds_count 4",
+        "gen_ai_client_operation_duration_seconds_count{gen_ai_operation_name=\"chat\"} 4",
+        "gen_ai_client_token_usage_bucket{gen_ai_operation_name=\"chat\",gen_ai_token_type=\"input\",le=\"1\"} 0",
+        "gen_ai_client_token_usage_count{gen_ai_operation_name=\"chat\",gen_ai_token_type=\"output\"} 4",
         "# HELP corrigible_corrections_total",
     ] {
         assert!(text.contains(expected), "missing `{expected}` in:\n{text}");
