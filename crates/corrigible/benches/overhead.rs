@@ -3,6 +3,10 @@
 //!
 //! Scripted run: "What is 2*(3+4)?" → calculator `{"expr": …}` (rejected: wrong field) →
 //! calculator `{"expression": "2*(3+4)"}` → final answer.
+//!
+//! With `OTEL_EXPORTER_OTLP_ENDPOINT` set, the same run again with its spans exported there
+//! (a `tracing-opentelemetry` layer, the SDK's batch processor, OTLP/HTTP), as `corrigible`
+//! exports them.
 
 use std::sync::Arc;
 
@@ -10,6 +14,10 @@ use corrigible::{Agent, RunOptions};
 use corrigible_models::ReplayModel;
 use corrigible_tools::Calculator;
 use criterion::{Criterion, criterion_group, criterion_main};
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::SpanExporter;
+use opentelemetry_sdk::trace::SdkTracerProvider;
+use tracing_subscriber::prelude::*;
 
 const SCRIPT: &str = r#"{"text": "{\"state\":\"action\",\"reason\":\"arithmetic\",\"tool\":\"calculator\",\"tool_input\":{\"expr\":\"2*(3+4)\"}}", "usage": {"input_tokens": 412, "output_tokens": 37}}
 {"text": "{\"state\":\"action\",\"reason\":\"fixed the field\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "usage": {"input_tokens": 520, "output_tokens": 38}}
@@ -47,6 +55,40 @@ fn overhead(c: &mut Criterion) {
             agent.run_with("What is 2*(3+4)?", options)
         })
     });
+
+    let Some(provider) = exporter() else {
+        return;
+    };
+    let subscriber = tracing_subscriber::registry()
+        .with(tracing_opentelemetry::layer().with_tracer(provider.tracer("overhead")));
+    let guard = tracing::subscriber::set_default(subscriber);
+    c.bench_function(
+        "overhead/scripted_run_with_one_correction/otlp_export",
+        |b| {
+            b.to_async(&runtime).iter(|| {
+                let options = RunOptions {
+                    model: Some(Arc::new(replay.restarted())),
+                    ..Default::default()
+                };
+                agent.run_with("What is 2*(3+4)?", options)
+            })
+        },
+    );
+    drop(guard);
+    if let Err(error) = provider.shutdown() {
+        eprintln!("export did not finish: {error}");
+    }
+}
+
+/// The exporter the binary builds, when the environment names an endpoint.
+fn exporter() -> Option<SdkTracerProvider> {
+    std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT")?;
+    let exporter = SpanExporter::builder().with_http().build().ok()?;
+    Some(
+        SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .build(),
+    )
 }
 
 criterion_group!(benches, overhead);
