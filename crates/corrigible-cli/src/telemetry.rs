@@ -33,7 +33,7 @@ impl Telemetry {
                 EnvFilter::try_from_env("CORRIGIBLE_LOG")
                     .unwrap_or_else(|_| EnvFilter::new(default_log)),
             );
-        let provider = exporting().then(provider).flatten();
+        let provider = provider();
         let spans = provider.as_ref().map(|provider| {
             tracing_opentelemetry::layer()
                 .with_tracer(provider.tracer("corrigible"))
@@ -60,25 +60,25 @@ pub fn captures_content() -> bool {
         .is_ok_and(|v| v.trim().eq_ignore_ascii_case("true"))
 }
 
-/// Whether the environment asks for trace export: an endpoint is named, the SDK is not
-/// disabled and the traces exporter is not `none`.
-fn exporting() -> bool {
-    let set = |name: &str| std::env::var(name).is_ok_and(|v| !v.trim().is_empty());
+/// The endpoint the environment asks to export to: one is named, the SDK is not disabled and
+/// the traces exporter is not `none`.
+fn endpoint() -> Option<String> {
     let is = |name: &str, value: &str| {
         std::env::var(name).is_ok_and(|v| v.trim().eq_ignore_ascii_case(value))
     };
-    ENDPOINT_VARS.iter().any(|name| set(name))
-        && !is("OTEL_SDK_DISABLED", "true")
-        && !is("OTEL_TRACES_EXPORTER", "none")
+    if is("OTEL_SDK_DISABLED", "true") || is("OTEL_TRACES_EXPORTER", "none") {
+        return None;
+    }
+    ENDPOINT_VARS
+        .iter()
+        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))
 }
 
 /// A batch exporter to the configured endpoint (the exporter reads the endpoint, headers and
 /// timeout from the standard variables; the SDK reads the sampler and resource), service name
 /// `corrigible` unless `OTEL_SERVICE_NAME` gives one.
 fn provider() -> Option<SdkTracerProvider> {
-    let endpoint = ENDPOINT_VARS
-        .iter()
-        .find_map(|name| std::env::var(name).ok().filter(|v| !v.trim().is_empty()))?;
+    let endpoint = endpoint()?;
     let exporter = match SpanExporter::builder().with_http().build() {
         Ok(exporter) => exporter,
         Err(error) => {

@@ -134,11 +134,12 @@ mod http {
     }
 }
 
-fn corrigible(args: &[&str], endpoint: &str) -> Value {
+fn corrigible(args: &[&str], endpoint: &str, env: &[(&str, &str)]) -> Value {
     let output = Command::new(env!("CARGO_BIN_EXE_corrigible"))
         .args(args)
         .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
         .env("OTEL_SERVICE_NAME", "corrigible-test")
+        .envs(env.iter().copied())
         .env_remove("CORRIGIBLE_LOG")
         .output()
         .expect("corrigible runs");
@@ -148,6 +149,70 @@ fn corrigible(args: &[&str], endpoint: &str) -> Value {
         String::from_utf8_lossy(&output.stderr)
     );
     serde_json::from_slice(&output.stdout).expect("a JSON report")
+}
+
+/// `corrigible serve` with `args`, exporting to `endpoint`, once it answers `/healthz`; killed
+/// on drop.
+struct Served {
+    child: std::process::Child,
+    base: String,
+    _dir: tempfile::TempDir,
+}
+
+impl Served {
+    fn start(args: &[&str], endpoint: &str) -> Self {
+        let dir = tempfile::tempdir().expect("a directory");
+        let port = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+            .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
+            .args(["--db", &dir.path().join("runs.db").display().to_string()])
+            .args(args)
+            .env("OTEL_EXPORTER_OTLP_ENDPOINT", endpoint)
+            .env("OTEL_BSP_SCHEDULE_DELAY", "100")
+            .env_remove("CORRIGIBLE_API_KEY")
+            .env_remove("CORRIGIBLE_CONFIG")
+            .env_remove("CORRIGIBLE_LOG")
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("corrigible serve starts");
+        let served = Self {
+            child,
+            base: format!("http://127.0.0.1:{port}"),
+            _dir: dir,
+        };
+        let started = Instant::now();
+        while http::status(&format!("{}/healthz", served.base)) != Some(200) {
+            assert!(
+                started.elapsed() < Duration::from_secs(60),
+                "serve did not start"
+            );
+            std::thread::sleep(Duration::from_millis(100));
+        }
+        served
+    }
+
+    /// POSTs `body` to `path` with a client's `traceparent`; the status.
+    fn post(&self, path: &str, traceparent: &str, body: Value) -> Option<u16> {
+        let runtime = tokio::runtime::Runtime::new().expect("a runtime");
+        runtime.block_on(async {
+            reqwest::Client::new()
+                .post(format!("{}{path}", self.base))
+                .header("traceparent", traceparent)
+                .json(&body)
+                .send()
+                .await
+                .ok()
+                .map(|r| r.status().as_u16())
+        })
+    }
+}
+
+impl Drop for Served {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
 }
 
 fn named<'a>(spans: &'a [Value], name: &str) -> Vec<&'a Value> {
@@ -171,6 +236,7 @@ fn a_run_with_a_tool_call_and_a_correction_is_a_tree_of_genai_spans_in_phoenix()
             PROMPT,
         ],
         &phoenix.url(""),
+        &[],
     );
     assert_eq!(report["stop_reason"], "final");
     let spans = phoenix.spans(5);
@@ -241,20 +307,17 @@ fn a_run_with_a_tool_call_and_a_correction_is_a_tree_of_genai_spans_in_phoenix()
 fn content_is_exported_only_when_opted_in() {
     let Some(program) = phoenix() else { return };
     let phoenix = Phoenix::start(&program);
-    let output = Command::new(env!("CARGO_BIN_EXE_corrigible"))
-        .args([
+    corrigible(
+        &[
             "run",
             "--json",
             "--model",
             &format!("replay:{REPLAY}"),
             PROMPT,
-        ])
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url(""))
-        .env("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")
-        .env_remove("CORRIGIBLE_LOG")
-        .output()
-        .expect("corrigible runs");
-    assert!(output.status.success());
+        ],
+        &phoenix.url(""),
+        &[("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT", "true")],
+    );
     let spans = phoenix.spans(5);
     let chats = named(&spans, "chat replay");
     assert_eq!(chats.len(), 3, "{spans:#?}");
@@ -289,10 +352,33 @@ fn content_is_exported_only_when_opted_in() {
     );
 }
 
+/// An OpenAI-compatible upstream that answers 503 to its first `fails` requests, then a final
+/// decision, and keeps the `traceparent` of every request.
 #[derive(Clone)]
 struct Flaky {
+    fails: u32,
     calls: Arc<AtomicU32>,
     traceparents: Arc<Mutex<Vec<String>>>,
+}
+
+impl Flaky {
+    /// Serves on a loopback port of `runtime`; the base URL (`…/v1`).
+    fn serve(runtime: &tokio::runtime::Runtime, fails: u32) -> (Self, String) {
+        let flaky = Self {
+            fails,
+            calls: Arc::new(AtomicU32::new(0)),
+            traceparents: Arc::new(Mutex::new(Vec::new())),
+        };
+        let listener = runtime
+            .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
+            .expect("a port");
+        let base = format!("http://{}/v1", listener.local_addr().expect("an address"));
+        let app = axum::Router::new()
+            .route("/v1/chat/completions", post(chat))
+            .with_state(flaky.clone());
+        runtime.spawn(async move { axum::serve(listener, app).await });
+        (flaky, base)
+    }
 }
 
 async fn chat(
@@ -306,7 +392,7 @@ async fn chat(
         .unwrap_or_default()
         .to_string();
     flaky.traceparents.lock().unwrap().push(traceparent);
-    if flaky.calls.fetch_add(1, Ordering::SeqCst) == 0 {
+    if flaky.calls.fetch_add(1, Ordering::SeqCst) < flaky.fails {
         return (
             StatusCode::SERVICE_UNAVAILABLE,
             [("retry-after", "0")],
@@ -334,18 +420,7 @@ fn a_transport_retry_is_an_attempt_of_its_one_chat_span() {
     let Some(program) = phoenix() else { return };
     let phoenix = Phoenix::start(&program);
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let flaky = Flaky {
-        calls: Arc::new(AtomicU32::new(0)),
-        traceparents: Arc::new(Mutex::new(Vec::new())),
-    };
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("a port");
-    let base = format!("http://{}/v1", listener.local_addr().expect("an address"));
-    let app = axum::Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .with_state(flaky.clone());
-    runtime.spawn(async move { axum::serve(listener, app).await });
+    let (flaky, base) = Flaky::serve(&runtime, 1);
 
     let report = corrigible(
         &[
@@ -362,6 +437,7 @@ fn a_transport_retry_is_an_attempt_of_its_one_chat_span() {
             "Say hello.",
         ],
         &phoenix.url(""),
+        &[],
     );
     assert_eq!(report["stop_reason"], "final", "{report:#}");
     assert_eq!(
@@ -398,45 +474,15 @@ fn a_transport_retry_is_an_attempt_of_its_one_chat_span() {
 fn a_served_run_continues_the_clients_trace() {
     let Some(program) = phoenix() else { return };
     let phoenix = Phoenix::start(&program);
-    let dir = tempfile::tempdir().expect("a directory");
-    let port = free_port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_corrigible"))
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .args(["--model", &format!("replay:{REPLAY}")])
-        .args(["--db", &dir.path().join("runs.db").display().to_string()])
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url(""))
-        .env("OTEL_BSP_SCHEDULE_DELAY", "100")
-        .env_remove("CORRIGIBLE_API_KEY")
-        .env_remove("CORRIGIBLE_CONFIG")
-        .env_remove("CORRIGIBLE_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("corrigible serve starts");
-    let base = format!("http://127.0.0.1:{port}");
-    let started = Instant::now();
-    while http::status(&format!("{base}/healthz")) != Some(200) {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "serve did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let served = Served::start(&["--model", &format!("replay:{REPLAY}")], &phoenix.url(""));
     let (trace_id, parent) = ("4bf92f3577b34da6a3ce929d0e0e4736", "00f067aa0ba902b7");
-    let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let status = runtime.block_on(async {
-        reqwest::Client::new()
-            .post(format!("{base}/v1/runs"))
-            .header("traceparent", format!("00-{trace_id}-{parent}-01"))
-            .json(&json!({"prompt": "What is 2*(3+4)?"}))
-            .send()
-            .await
-            .map(|r| r.status().as_u16())
-    });
-    assert_eq!(status.ok(), Some(200));
+    let status = served.post(
+        "/v1/runs",
+        &format!("00-{trace_id}-{parent}-01"),
+        json!({"prompt": "What is 2*(3+4)?"}),
+    );
+    assert_eq!(status, Some(200));
     let spans = phoenix.spans(6);
-    let _ = server.kill();
-    let _ = server.wait();
 
     let requests = named(&spans, "POST /v1/runs");
     assert_eq!(requests.len(), 1, "{spans:#?}");
@@ -454,56 +500,27 @@ fn the_gateway_continues_the_clients_trace_to_the_upstream() {
     let Some(program) = phoenix() else { return };
     let phoenix = Phoenix::start(&program);
     let runtime = tokio::runtime::Runtime::new().expect("a runtime");
-    let flaky = Flaky {
-        calls: Arc::new(AtomicU32::new(1)),
-        traceparents: Arc::new(Mutex::new(Vec::new())),
-    };
-    let listener = runtime
-        .block_on(tokio::net::TcpListener::bind("127.0.0.1:0"))
-        .expect("a port");
-    let upstream = format!("http://{}/v1", listener.local_addr().expect("an address"));
-    let app = axum::Router::new()
-        .route("/v1/chat/completions", post(chat))
-        .with_state(flaky.clone());
-    runtime.spawn(async move { axum::serve(listener, app).await });
-
-    let dir = tempfile::tempdir().expect("a directory");
-    let port = free_port();
-    let mut server = Command::new(env!("CARGO_BIN_EXE_corrigible"))
-        .args(["serve", "--addr", &format!("127.0.0.1:{port}")])
-        .args(["--model", "openai:flaky-model", "--base-url", &upstream])
-        .args(["--provider-key", "none", "--protocol", "json"])
-        .args(["--db", &dir.path().join("runs.db").display().to_string()])
-        .env("OTEL_EXPORTER_OTLP_ENDPOINT", phoenix.url(""))
-        .env_remove("CORRIGIBLE_API_KEY")
-        .env_remove("CORRIGIBLE_CONFIG")
-        .env_remove("CORRIGIBLE_LOG")
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("corrigible serve starts");
-    let base = format!("http://127.0.0.1:{port}");
-    let started = Instant::now();
-    while http::status(&format!("{base}/healthz")) != Some(200) {
-        assert!(
-            started.elapsed() < Duration::from_secs(60),
-            "serve did not start"
-        );
-        std::thread::sleep(Duration::from_millis(100));
-    }
+    let (flaky, upstream) = Flaky::serve(&runtime, 0);
+    let served = Served::start(
+        &[
+            "--model",
+            "openai:flaky-model",
+            "--base-url",
+            &upstream,
+            "--provider-key",
+            "none",
+            "--protocol",
+            "json",
+        ],
+        &phoenix.url(""),
+    );
     let (trace_id, parent) = ("0af7651916cd43dd8448eb211c80319c", "b7ad6b7169203331");
-    let status = runtime.block_on(async {
-        reqwest::Client::new()
-            .post(format!("{base}/v1/chat/completions"))
-            .header("traceparent", format!("00-{trace_id}-{parent}-01"))
-            .json(&json!({"model": "flaky-model", "messages": [{"role": "user", "content": "Hi"}]}))
-            .send()
-            .await
-            .map(|r| r.status().as_u16())
-    });
-    let _ = server.kill();
-    let _ = server.wait();
-    assert_eq!(status.ok(), Some(200));
+    let status = served.post(
+        "/v1/chat/completions",
+        &format!("00-{trace_id}-{parent}-01"),
+        json!({"model": "flaky-model", "messages": [{"role": "user", "content": "Hi"}]}),
+    );
+    assert_eq!(status, Some(200));
     let sent = flaky.traceparents.lock().unwrap().clone();
     assert_eq!(sent.len(), 1, "{sent:?}");
     let fields: Vec<&str> = sent[0].split('-').collect();

@@ -3,7 +3,9 @@
 //! 504 and 529, and errors that never carry the API key.
 
 use corrigible::ModelError;
-use opentelemetry::trace::TraceContextExt;
+use opentelemetry::propagation::TextMapPropagator;
+use opentelemetry_http::HeaderInjector;
+use opentelemetry_sdk::propagation::TraceContextPropagator;
 use reqwest::StatusCode;
 use reqwest::header::{HeaderMap, HeaderName, HeaderValue};
 use serde::Serialize;
@@ -132,9 +134,7 @@ impl Transport {
     ) -> Result<(reqwest::Response, u32), ModelError> {
         let name = self.provider.display_name();
         let mut headers = self.headers()?;
-        if let Some(parent) = traceparent() {
-            headers.insert(HeaderName::from_static("traceparent"), parent);
-        }
+        propagate(&mut headers);
         let mut retries = 0u32;
         loop {
             let sent = client
@@ -258,22 +258,11 @@ pub(crate) fn provider_message(body: &str) -> String {
     }
 }
 
-/// The W3C `traceparent` of the span the request is made in, when an OpenTelemetry layer
-/// records it, so the provider's own spans continue the run's trace.
-fn traceparent() -> Option<HeaderValue> {
+/// Adds the W3C `traceparent` (and `tracestate`) of the span the request is made in, when an
+/// OpenTelemetry layer records it, so the provider's own spans continue the run's trace.
+fn propagate(headers: &mut HeaderMap) {
     let context = tracing::Span::current().context();
-    let span = context.span();
-    let parent = span.span_context();
-    if !parent.is_valid() {
-        return None;
-    }
-    let value = format!(
-        "00-{}-{}-{:02x}",
-        parent.trace_id(),
-        parent.span_id(),
-        parent.trace_flags().to_u8()
-    );
-    HeaderValue::from_str(&value).ok()
+    TraceContextPropagator::new().inject_context(&context, &mut HeaderInjector(headers));
 }
 
 /// The configured base URL without trailing slashes, or the provider's default.

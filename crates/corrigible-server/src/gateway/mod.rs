@@ -129,11 +129,9 @@ pub(crate) async fn chat_completions(
     body: Body,
 ) -> Result<Response, ApiError> {
     let trace = traceparent::continued(&headers, "POST /v1/chat/completions");
-    let answer = answer(state, headers, body);
-    match trace {
-        Some(span) => answer.instrument(span).await,
-        None => answer.await,
-    }
+    answer(state, headers, body)
+        .instrument(trace.unwrap_or_else(tracing::Span::none))
+        .await
 }
 
 async fn answer(state: AppState, headers: HeaderMap, body: Body) -> Result<Response, ApiError> {

@@ -231,11 +231,11 @@ impl Runner {
             model: Some(model),
             policy: plan.policy,
         };
-        let run = self.agent.run_with(&plan.prompt, options);
-        let result = match trace {
-            Some(span) => run.instrument(span).await,
-            None => run.await,
-        };
+        let result = self
+            .agent
+            .run_with(&plan.prompt, options)
+            .instrument(trace.unwrap_or_else(tracing::Span::none))
+            .await;
         self.end(run_id, &result).await;
         result.map_err(|error| run_error(run_id, error))
     }
