@@ -262,7 +262,9 @@ impl TraceSink for LiveTrace {
                 transition.to,
                 transition.failures
             )),
-            TraceEvent::RunFinished { .. } | TraceEvent::RunFailed { .. } => {}
+            TraceEvent::Messages { .. }
+            | TraceEvent::RunFinished { .. }
+            | TraceEvent::RunFailed { .. } => {}
         }
     }
 }

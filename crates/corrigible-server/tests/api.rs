@@ -453,6 +453,69 @@ async fn runs_are_listed_newest_first_with_a_cursor() {
 }
 
 #[tokio::test]
+async fn corrections_are_counted_over_time_and_runs_filtered_by_category() {
+    let server = TestServer::start(Options::replay(TWO_CORRECTIONS)).await;
+    let before = body(server.post_run(&json!({"prompt": "2*(3+4)?"})).await).await;
+    let get = |path: String| {
+        let request = server.client.get(server.url(&path));
+        async move { request.send().await.unwrap() }
+    };
+    let chart = body(get("/v1/stats/corrections".into()).await).await;
+    assert_eq!(
+        chart["categories"],
+        json!([{"category": "invalid_json", "total": 1}, {"category": "unknown_tool", "total": 1}])
+    );
+    let buckets = chart["buckets"].as_array().unwrap();
+    assert_eq!(buckets.len(), 24);
+    assert_eq!(
+        buckets.last().unwrap()["counts"],
+        json!({"invalid_json": 1, "unknown_tool": 1}),
+        "the run is in the last hour"
+    );
+    assert_eq!(
+        chart["until"].as_i64().unwrap() - chart["since"].as_i64().unwrap(),
+        24 * 3_600_000
+    );
+    let old = body(get("/v1/stats/corrections?since=0&until=1000&buckets=2".into()).await).await;
+    assert_eq!(old["categories"], json!([]));
+    assert_eq!(old["bucket_ms"], 500);
+    assert_eq!(old["buckets"][1], json!({"start": 500, "counts": {}}));
+
+    let listed = |query: &str| {
+        let request = server.client.get(server.url(&format!("/v1/runs?{query}")));
+        async move {
+            let page = body(request.send().await.unwrap()).await;
+            page["runs"]
+                .as_array()
+                .unwrap()
+                .iter()
+                .map(|r| r["run_id"].as_str().unwrap().to_string())
+                .collect::<Vec<_>>()
+        }
+    };
+    assert_eq!(
+        listed("category=unknown_tool").await,
+        [before["run_id"].as_str().unwrap()]
+    );
+    assert!(listed("category=echo").await.is_empty());
+    for query in [
+        "/v1/runs?category=typo",
+        "/v1/stats/corrections?since=10&until=5",
+        "/v1/stats/corrections?buckets=0",
+        "/v1/stats/corrections?buckets=241",
+        "/v1/stats/corrections?since=-5",
+        "/v1/stats/corrections?window=day",
+    ] {
+        assert_eq!(
+            get(query.into()).await.status(),
+            StatusCode::BAD_REQUEST,
+            "{query}"
+        );
+    }
+    server.stop().await;
+}
+
+#[tokio::test]
 async fn a_finished_run_replays_its_events_and_closes() {
     let server = TestServer::start(Options::replay(TWO_CORRECTIONS)).await;
     let report = body(server.post_run(&json!({"prompt": "2*(3+4)?"})).await).await;
@@ -476,30 +539,58 @@ async fn a_finished_run_replays_its_events_and_closes() {
         kinds,
         [
             "run_started",
+            "messages",
             "model_call",
             "rejection",
+            "messages",
             "model_call",
             "rejection",
+            "messages",
             "model_call",
             "corrected",
             "corrected",
             "decision",
             "tool_call",
+            "messages",
             "model_call",
             "decision",
             "run_finished",
             "end"
         ]
     );
-    assert_eq!(events[2].data["record"]["category"], "invalid_json");
-    assert_eq!(events[2].id.as_deref(), Some("3"));
+    assert_eq!(events[3].data["record"]["category"], "invalid_json");
+    assert_eq!(events[3].id.as_deref(), Some("4"));
     assert_eq!(events.last().unwrap().data, json!({"status": "finished"}));
+
+    // The first call's messages are whole; each later call's add to them what came since:
+    // the rejected reply and the correction feedback.
+    let first = &events[1].data;
+    assert_eq!(first["kept"], 0);
+    let kinds_of = |event: &Value| -> Vec<String> {
+        event["added"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|m| m["kind"].as_str().unwrap_or("reply").to_string())
+            .collect()
+    };
+    assert_eq!(kinds_of(first).last().map(String::as_str), Some("request"));
+    let second = &events[4].data;
+    assert_eq!(second["kept"], first["added"].as_array().unwrap().len());
+    assert_eq!(kinds_of(second), ["reply", "feedback"]);
+    assert!(
+        second["added"][1]["content"]
+            .as_str()
+            .unwrap()
+            .contains("JSON"),
+        "{second}"
+    );
 
     // Last-Event-ID resumes after that event.
     let resumed = server
         .client
         .get(server.url(&format!("/v1/runs/{run_id}/events")))
-        .header("last-event-id", "12")
+        .header("last-event-id", "16")
         .send()
         .await
         .unwrap();
@@ -631,6 +722,7 @@ async fn health_openapi_info_and_dashboard_are_served() {
         "/v1/runs",
         "/v1/runs/{id}",
         "/v1/runs/{id}/events",
+        "/v1/stats/corrections",
         "/healthz",
         "/metrics",
     ] {

@@ -166,6 +166,43 @@ async fn the_timeline_shows_two_corrections_and_their_total() {
             .prop("textContent")
             .await?;
         assert_eq!(fix.as_deref(), Some("3 + 4 = 8 → 7"));
+        let calls = client
+            .find_all(Locator::Css("#timeline li.model_call"))
+            .await?;
+        assert!(
+            calls[0]
+                .find_all(Locator::Css("li.msg.feedback"))
+                .await?
+                .is_empty(),
+            "the first call has no feedback"
+        );
+        calls[1]
+            .find(Locator::Css("details.tl-messages summary"))
+            .await?
+            .click()
+            .await?;
+        let summary = calls[1]
+            .find(Locator::Css("details.tl-messages summary"))
+            .await?
+            .text()
+            .await?;
+        assert!(
+            summary.contains("2 new, 1 correction feedback"),
+            "{summary}"
+        );
+        let feedback = calls[1].find_all(Locator::Css("li.msg.feedback")).await?;
+        assert_eq!(feedback.len(), 1);
+        let text = feedback[0].text().await?;
+        assert!(
+            text.contains("correction feedback") && text.contains("new in this call"),
+            "{text}"
+        );
+        let request = calls[1]
+            .find(Locator::Css("li.msg.request"))
+            .await?
+            .text()
+            .await?;
+        assert!(request.contains("What is 2*(3+4)?"), "{request}");
         screenshot(&client, "run.png").await;
 
         let run_url = client.current_url().await?;
@@ -185,7 +222,39 @@ async fn the_timeline_shows_two_corrections_and_their_total() {
             run_url.as_str().ends_with(&format!("#/runs/{run_id}")),
             "the row's run {run_id:?} is the run at {run_url}"
         );
+        let bars = client
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css("#chart rect[data-category=invalid_json]"))
+            .await?;
+        assert_eq!(
+            bars.attr("fill").await?.as_deref(),
+            Some("#2f5bd3"),
+            "the most frequent category has the first colour"
+        );
+        let legend = client
+            .find(Locator::Css("#chart-legend li[data-category=unknown_tool]"))
+            .await?;
+        assert_eq!(legend.text().await?, "unknown_tool 1");
         screenshot(&client, "list.png").await;
+        legend.click().await?;
+        let category = client.find(Locator::Id("filter-category")).await?;
+        assert_eq!(
+            category.prop("value").await?.as_deref(),
+            Some("unknown_tool")
+        );
+        client
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css(&format!("#runs-body tr[data-run='{run_id}']")))
+            .await?;
+        category.select_by_value("echo").await?;
+        client
+            .wait()
+            .at_most(wait)
+            .for_element(Locator::Css("#runs-empty:not([hidden])"))
+            .await?;
+        category.select_by_value("").await?;
 
         let status = client.find(Locator::Id("filter-status")).await?;
         status.select_by_value("failed").await?;

@@ -8,10 +8,10 @@ use std::time::Duration;
 
 use corrigible::policy::{BreakerDecision, BreakerPolicy, BreakerState, CircuitBreakers};
 use corrigible::trace::UsageTotals;
-use corrigible::{RunReport, StopReason};
+use corrigible::{Category, RunReport, StopReason};
 use corrigible_server::open_store;
 use corrigible_server::store::{
-    Ending, NewRun, RunEnd, RunFilter, RunStatus, RunStore, StoreError, StoredEvent, now_ms,
+    Ending, NewRun, RunEnd, RunFilter, RunStatus, RunStore, StoreError, StoredEvent, Window, now_ms,
 };
 
 fn new_run(id: &str, owner: &str) -> NewRun {
@@ -457,9 +457,80 @@ async fn listings_keep_what_the_filter_names(store: &dyn RunStore) {
     assert!(list(nothing, None).await.is_empty());
 }
 
+fn rejection(run_id: &str, seq: u64, at: i64, category: &str) -> StoredEvent {
+    StoredEvent {
+        at,
+        ..event(
+            run_id,
+            seq,
+            "rejection",
+            &format!(
+                r#"{{"type":"rejection","index":0,"record":{{"stage":"1.0","category":"{category}","error":"e","attempt":1}}}}"#
+            ),
+        )
+    }
+}
+
+async fn corrections_are_counted_and_filtered_by_category(store: &dyn RunStore) {
+    let base = 1_000_000_000_000;
+    let runs = ["cat-1", "cat-2", "cat-3"].map(|id| new_run(id, "a"));
+    let events = [
+        rejection("cat-1", 1, base + 10, "invalid_json"),
+        rejection("cat-1", 2, base + 1_500, "unknown_tool"),
+        rejection("cat-2", 1, base + 1_600, "invalid_json"),
+        StoredEvent {
+            at: base + 1_700,
+            ..event("cat-2", 2, "model_call", MODEL_CALL)
+        },
+        rejection("cat-3", 1, base + 3_000, "invalid_json"),
+        rejection("cat-3", 2, base - 1, "invalid_json"),
+    ];
+    store.write_batch(&runs, &events, &[]).await.unwrap();
+    let window = Window::new(base, base + 3_000, 3).unwrap();
+    let counts: Vec<(u32, String, u64)> = store
+        .corrections_over_time(&window)
+        .await
+        .unwrap()
+        .into_iter()
+        .map(|c| (c.bucket, c.category, c.count))
+        .collect();
+    assert_eq!(
+        counts,
+        [
+            (0, "invalid_json".to_string(), 1),
+            (1, "invalid_json".to_string(), 1),
+            (1, "unknown_tool".to_string(), 1),
+        ]
+    );
+    let with = |category| RunFilter {
+        category: Some(category),
+        model: Some("replay".into()),
+        ..RunFilter::default()
+    };
+    let ids = |runs: Vec<corrigible_server::store::RunSummary>| -> Vec<String> {
+        runs.into_iter().map(|r| r.id).collect()
+    };
+    let unknown_tool = store
+        .list_runs(10, None, &with(Category::UnknownTool))
+        .await
+        .unwrap();
+    assert_eq!(ids(unknown_tool), ["cat-1"]);
+    let invalid_json = store
+        .list_runs(10, None, &with(Category::InvalidJson))
+        .await
+        .unwrap();
+    assert_eq!(ids(invalid_json), ["cat-3", "cat-2", "cat-1"]);
+    let echo = store
+        .list_runs(10, None, &with(Category::Echo))
+        .await
+        .unwrap();
+    assert!(echo.is_empty());
+}
+
 async fn suite(store: Arc<dyn RunStore>, other: Arc<dyn RunStore>) {
     runs_are_stored_listed_and_paged(store.as_ref()).await;
     listings_keep_what_the_filter_names(store.as_ref()).await;
+    corrections_are_counted_and_filtered_by_category(store.as_ref()).await;
     events_append_in_order_once(store.as_ref()).await;
     endings_are_recorded(store.as_ref()).await;
     batches_are_written_whole(store.as_ref()).await;

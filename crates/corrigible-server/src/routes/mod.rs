@@ -5,6 +5,7 @@ mod events;
 mod ops;
 mod run_path;
 mod runs;
+mod stats;
 
 use axum::Router;
 use axum::http::{Method, Uri};
@@ -23,6 +24,7 @@ pub fn router(state: AppState) -> Router {
         .route("/v1/runs", get(runs::list).post(runs::create))
         .route("/v1/runs/{id}", get(runs::get))
         .route("/v1/runs/{id}/events", get(events::stream))
+        .route("/v1/stats/corrections", get(stats::corrections))
         .route("/v1/info", get(ops::info))
         .route("/v1/chat/completions", post(gateway::chat_completions))
         .route("/v1/models", get(gateway::models))

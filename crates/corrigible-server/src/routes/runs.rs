@@ -17,7 +17,7 @@ use crate::request::RunRequest;
 use crate::state::AppState;
 use crate::store::{RunFilter, RunRecord, RunStatus, RunSummary};
 use crate::traceparent;
-use corrigible::StopReason;
+use corrigible::{Category, StopReason};
 
 /// Runs listed when `limit` is not given.
 const DEFAULT_LIMIT: u32 = 50;
@@ -75,6 +75,7 @@ pub(super) struct ListQuery {
     before: Option<String>,
     status: Option<RunStatus>,
     stop_reason: Option<StopReason>,
+    category: Option<Category>,
     model: Option<String>,
     since: Option<i64>,
     until: Option<i64>,
@@ -88,7 +89,7 @@ pub(super) struct RunList {
     next_before: Option<String>,
 }
 
-/// `GET /v1/runs?limit=&before=&status=&stop_reason=&model=&since=&until=`: the runs the
+/// `GET /v1/runs?limit=&before=&status=&stop_reason=&category=&model=&since=&until=`: the runs the
 /// filters keep, newest first.
 pub(super) async fn list(
     State(state): State<AppState>,
@@ -107,6 +108,7 @@ pub(super) async fn list(
     let filter = RunFilter {
         status: query.status,
         stop_reason: query.stop_reason.map(|r| r.as_str().to_string()),
+        category: query.category,
         model: query.model.filter(|m| !m.is_empty()),
         since: query.since,
         until: query.until,

@@ -41,6 +41,7 @@ impl ServerSink {
 pub(crate) fn event_kind(event: &TraceEvent) -> &'static str {
     match event {
         TraceEvent::RunStarted { .. } => "run_started",
+        TraceEvent::Messages { .. } => "messages",
         TraceEvent::ModelCall { .. } => "model_call",
         TraceEvent::Decision { .. } => "decision",
         TraceEvent::Repair { .. } => "repair",

@@ -339,6 +339,12 @@ pub(super) mod tests {
         ) -> Result<Vec<RunSummary>, StoreError> {
             self.inner.list_runs(limit, before, filter).await
         }
+        async fn corrections_over_time(
+            &self,
+            window: &crate::store::Window,
+        ) -> Result<Vec<crate::store::CorrectionCount>, StoreError> {
+            self.inner.corrections_over_time(window).await
+        }
         async fn get_run(&self, id: &str) -> Result<Option<RunRecord>, StoreError> {
             self.inner.get_run(id).await
         }

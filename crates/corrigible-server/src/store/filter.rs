@@ -1,4 +1,7 @@
-//! Which runs a listing keeps: by status, stop reason, model and creation time.
+//! Which runs a listing keeps: by status, stop reason, correction category, model and creation
+//! time.
+
+use corrigible::Category;
 
 use super::record::RunStatus;
 
@@ -9,6 +12,8 @@ pub struct RunFilter {
     pub status: Option<RunStatus>,
     /// Only runs that stopped for this reason (`final`, `corrections_exhausted`, …).
     pub stop_reason: Option<String>,
+    /// Only runs that sent back at least one correction of this category.
+    pub category: Option<Category>,
     /// Only runs of this model, as the run names it (`openai:gpt-4o-mini`, `replay`, …).
     pub model: Option<String>,
     /// Only runs created at or after this time, in unix milliseconds.

@@ -18,6 +18,7 @@ mod postgres_tls;
 mod read;
 mod record;
 mod sqlite;
+mod stats;
 mod totals;
 
 use std::sync::Arc;
@@ -33,6 +34,7 @@ pub use options::{DEFAULT_POOL_SIZE, StoreOptions};
 pub use postgres::PostgresStore;
 pub use record::{NewRun, RunEnd, RunRecord, RunStatus, RunSummary, StoredEvent, now_ms};
 pub use sqlite::SqliteStore;
+pub use stats::{CorrectionCount, MAX_BUCKETS, Window, WindowError};
 pub use totals::Totals;
 
 /// Where runs and their events are kept.
@@ -80,6 +82,12 @@ pub trait RunStore: Send + Sync {
         before: Option<&str>,
         filter: &RunFilter,
     ) -> Result<Vec<RunSummary>, StoreError>;
+
+    /// The corrections sent back within `window`, counted by category in each of its spans.
+    async fn corrections_over_time(
+        &self,
+        window: &Window,
+    ) -> Result<Vec<CorrectionCount>, StoreError>;
 
     /// One run with its report, if it exists.
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError>;

@@ -12,8 +12,8 @@ use super::batch::{FailedRow, FinishedRow, split};
 use super::postgres_tls::secure;
 use super::read::{Reader, int};
 use super::{
-    Ending, NewRun, RunEnd, RunFilter, RunRecord, RunStore, RunSummary, StoreError, StoreOptions,
-    StoredEvent, Totals, now_ms,
+    CorrectionCount, Ending, NewRun, RunEnd, RunFilter, RunRecord, RunStore, RunSummary,
+    StoreError, StoreOptions, StoredEvent, Totals, Window, now_ms,
 };
 
 /// The database's clock in unix milliseconds.
@@ -346,6 +346,13 @@ impl RunStore for PostgresStore {
         filter: &RunFilter,
     ) -> Result<Vec<RunSummary>, StoreError> {
         Reader(&self.pool).list_runs(limit, before, filter).await
+    }
+
+    async fn corrections_over_time(
+        &self,
+        window: &Window,
+    ) -> Result<Vec<CorrectionCount>, StoreError> {
+        Reader(&self.pool).corrections_over_time(window).await
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {

@@ -6,19 +6,25 @@ use sqlx::{ColumnIndex, Database, Decode, Encode, Executor, IntoArguments, Pool,
 use super::error::StoreError;
 use super::filter::RunFilter;
 use super::record::{RunRecord, RunStatus, RunSummary, StoredEvent};
+use super::stats::{CorrectionCount, Window};
 
 /// The columns of a run's summary.
 pub(super) const SUMMARY_COLUMNS: &str = "id, status, created_at, finished_at, prompt, model, \
      protocol, satisfied, stop_reason, corrections, tool_calls, model_calls, input_tokens, \
      output_tokens, duration_ms, error_kind, error";
 
-/// How a database writes a statement's parameters.
+/// How a database writes a statement's parameters, and reads a field of an event's JSON.
 pub(super) trait Placeholders {
     /// `sql`, written with `?` for each parameter, in this database's form.
     fn sql(sql: &str) -> String;
+
+    /// The expression that reads a `rejection` event's category from its `data` column.
+    const CATEGORY: &'static str;
 }
 
 impl Placeholders for sqlx::Sqlite {
+    const CATEGORY: &'static str = "json_extract(data, '$.record.category')";
+
     fn sql(sql: &str) -> String {
         sql.to_string()
     }
@@ -26,6 +32,8 @@ impl Placeholders for sqlx::Sqlite {
 
 #[cfg(feature = "postgres")]
 impl Placeholders for sqlx::Postgres {
+    const CATEGORY: &'static str = "(data::jsonb #>> '{record,category}')";
+
     fn sql(sql: &str) -> String {
         let mut numbered = String::with_capacity(sql.len() + 8);
         for (n, part) in sql.split('?').enumerate() {
@@ -65,32 +73,39 @@ where
         before: Option<&str>,
         filter: &RunFilter,
     ) -> Result<Vec<RunSummary>, StoreError> {
+        let with_category = format!(
+            "EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.id \
+             AND events.kind = 'rejection' AND {} = ?)",
+            DB::CATEGORY
+        );
         let mut texts: Vec<(&str, &str)> = Vec::new();
         let mut numbers: Vec<(&str, i64)> = Vec::new();
         if let Some(before) = before {
-            texts.push(("id <", before));
+            texts.push(("id < ?", before));
         }
         if let Some(status) = filter.status {
-            texts.push(("status =", status.as_str()));
+            texts.push(("status = ?", status.as_str()));
         }
         if let Some(reason) = &filter.stop_reason {
-            texts.push(("stop_reason =", reason));
+            texts.push(("stop_reason = ?", reason));
+        }
+        if let Some(category) = filter.category {
+            texts.push((&with_category, category.as_str()));
         }
         if let Some(model) = &filter.model {
-            texts.push(("model =", model));
+            texts.push(("model = ?", model));
         }
         if let Some(since) = filter.since {
-            numbers.push(("created_at >=", since));
+            numbers.push(("created_at >= ?", since));
         }
         if let Some(until) = filter.until {
-            numbers.push(("created_at <", until));
+            numbers.push(("created_at < ?", until));
         }
         let mut sql = format!("SELECT {SUMMARY_COLUMNS} FROM runs");
         let conditions = texts.iter().map(|t| t.0).chain(numbers.iter().map(|n| n.0));
         for (n, condition) in conditions.enumerate() {
             sql.push_str(if n == 0 { " WHERE " } else { " AND " });
             sql.push_str(condition);
-            sql.push_str(" ?");
         }
         sql.push_str(" ORDER BY id DESC LIMIT ?");
         let sql = DB::sql(&sql);
@@ -103,6 +118,38 @@ where
         }
         let rows = query.bind(i64::from(limit)).fetch_all(self.0).await?;
         rows.iter().map(summary).collect()
+    }
+
+    /// The corrections sent back from `window.since` until `window.until`, counted by category
+    /// in `window.buckets` equal spans of time.
+    pub async fn corrections_over_time(
+        &self,
+        window: &Window,
+    ) -> Result<Vec<CorrectionCount>, StoreError> {
+        let sql = DB::sql(&format!(
+            "SELECT (at - ?) / ? AS bucket, {category} AS category, COUNT(*) AS n FROM events \
+             WHERE kind = 'rejection' AND at >= ? AND at < ? AND {category} IS NOT NULL \
+             GROUP BY 1, 2 ORDER BY 1, 2",
+            category = DB::CATEGORY
+        ));
+        let rows = sqlx::query(&sql)
+            .bind(window.since)
+            .bind(window.bucket_ms())
+            .bind(window.since)
+            .bind(window.until)
+            .fetch_all(self.0)
+            .await?;
+        rows.iter()
+            .map(|row| {
+                let bucket: i64 = row.try_get("bucket")?;
+                let count: i64 = row.try_get("n")?;
+                Ok(CorrectionCount {
+                    bucket: u32::try_from(bucket).unwrap_or(0),
+                    category: row.try_get("category")?,
+                    count: u64::try_from(count).unwrap_or(0),
+                })
+            })
+            .collect()
     }
 
     /// One run with its report, if it exists.

@@ -2,6 +2,7 @@ use serde::{Deserialize, Serialize};
 use serde_json::Value;
 
 use super::{CorrectionRecord, ModelCallRecord, RepairRecord, StepRecord, StopReason, UsageTotals};
+use crate::message::Message;
 use crate::model::{ModelReply, ModelRequest, Protocol};
 use crate::policy::BreakerTransition;
 use crate::probe::ProtocolReason;
@@ -24,6 +25,14 @@ pub enum TraceEvent {
         /// Why that protocol, when the agent was told.
         #[serde(default, skip_serializing_if = "Option::is_none")]
         protocol_reason: Option<ProtocolReason>,
+    },
+    /// The messages a model call was sent, as a delta on the previous call's: the first
+    /// `kept` of those, then `added`. Emitted just before the call's `ModelCall`.
+    Messages {
+        /// How many of the previous call's messages open this one unchanged.
+        kept: usize,
+        /// The messages that follow them.
+        added: Vec<Message>,
     },
     /// A model call returned.
     ModelCall {

@@ -8,6 +8,7 @@ use super::{
 use crate::correction::rejection::Rejection;
 use crate::decision::Decision;
 use crate::decision::repair::RepairKind;
+use crate::message::Message;
 use crate::model::{ModelReply, ModelRequest, Protocol, Usage};
 use crate::policy::{BreakerState, BreakerTransition};
 use crate::probe::ProtocolReason;
@@ -30,6 +31,8 @@ pub struct Recorder {
     started: Instant,
     pending_decision: Vec<usize>,
     pending_tool: Vec<usize>,
+    /// The messages of the previous model call, against which the next call's are a delta.
+    seen: Vec<Message>,
 }
 
 impl Recorder {
@@ -74,6 +77,7 @@ impl Recorder {
             started: Instant::now(),
             pending_decision: Vec::new(),
             pending_tool: Vec::new(),
+            seen: Vec::new(),
         }
     }
 
@@ -109,6 +113,7 @@ impl Recorder {
         identical_retry: bool,
     ) {
         self.sink.exchange(request, reply);
+        self.messages(&request.messages);
         let record = ModelCallRecord {
             stage: request.stage,
             latency_ms,
@@ -137,6 +142,23 @@ impl Recorder {
             record: record.clone(),
         });
         self.report.model_calls.push(record);
+    }
+
+    /// Emits the messages of a model call as a delta on the previous call's, so a trace holds
+    /// each message once however long the conversation grows.
+    fn messages(&mut self, messages: &[Message]) {
+        let kept = self
+            .seen
+            .iter()
+            .zip(messages)
+            .take_while(|(seen, now)| seen == now)
+            .count();
+        self.seen.truncate(kept);
+        self.seen.extend_from_slice(&messages[kept..]);
+        self.sink.event(&TraceEvent::Messages {
+            kept,
+            added: messages[kept..].to_vec(),
+        });
     }
 
     /// Records a model call that failed at transport level.

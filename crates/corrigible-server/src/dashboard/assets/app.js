@@ -199,7 +199,7 @@ function runRow(run) {
 }
 
 function filterParams(params) {
-  for (const [id, name] of [["filter-status", "status"], ["filter-stop", "stop_reason"], ["filter-model", "model"]]) {
+  for (const [id, name] of [["filter-status", "status"], ["filter-stop", "stop_reason"], ["filter-category", "category"], ["filter-model", "model"]]) {
     const value = $(id).value.trim();
     if (value) params.set(name, value);
   }
@@ -229,8 +229,89 @@ async function loadRuns(append) {
   $("runs-empty").textContent = filtered ? "No runs match these filters." : "No runs yet. Start one above.";
 }
 
-$("refresh").addEventListener("click", () => loadRuns(false));
-$("filters").addEventListener("change", () => loadRuns(false));
+// ---------- corrections over time ----------
+
+const SVG = "http://www.w3.org/2000/svg";
+const PALETTE = ["#2f5bd3", "#a35d00", "#1f8a4c", "#b3261e", "#7a3fb8", "#00838f", "#6d6d6d", "#c2185b"];
+
+function svg(tag, attrs, ...children) {
+  const el = document.createElementNS(SVG, tag);
+  for (const [name, value] of Object.entries(attrs || {})) el.setAttribute(name, value);
+  for (const child of children) if (child) el.append(child);
+  return el;
+}
+
+function fmtSpan(ms) {
+  const trim = (n) => String(Number(n.toFixed(1)));
+  if (ms >= 3600000) return trim(ms / 3600000) + " h";
+  if (ms >= 60000) return trim(ms / 60000) + " min";
+  return trim(ms / 1000) + " s";
+}
+
+function fmtStart(ms, span) {
+  const date = new Date(ms);
+  return span <= 86400000
+    ? date.toLocaleTimeString([], { hour: "2-digit", minute: "2-digit" })
+    : date.toLocaleDateString([], { month: "short", day: "numeric" });
+}
+
+// Stacked bars of corrections per category in each span of the window the "Since" filter
+// names (the last day when it names none); a legend entry filters the runs by its category.
+async function loadChart() {
+  const span = Number($("filter-since").value) || 86400000;
+  const until = Date.now() + 1;
+  const params = new URLSearchParams({ since: String(until - span), until: String(until), buckets: "24" });
+  let chart;
+  try {
+    chart = await api("/v1/stats/corrections?" + params);
+  } catch (_) {
+    return;
+  }
+  const colour = {};
+  chart.categories.forEach((c, i) => { colour[c.category] = PALETTE[i % PALETTE.length]; });
+  const max = Math.max(1, ...chart.buckets.map((b) => Object.values(b.counts).reduce((a, n) => a + n, 0)));
+  const width = 720, height = 140, gap = 2, axis = 18;
+  const barWidth = width / chart.buckets.length - gap;
+  const bars = chart.buckets.map((bucket, i) => {
+    let y = height - axis;
+    const total = Object.values(bucket.counts).reduce((a, n) => a + n, 0);
+    const group = svg("g", { class: "bar", "data-start": String(bucket.start), "data-total": String(total) },
+      svg("title", {}, document.createTextNode(fmtStart(bucket.start, span) + ": " + total + " corrections"
+        + Object.entries(bucket.counts).map(([c, n]) => "\n" + c + " " + n).join(""))));
+    for (const c of chart.categories) {
+      const n = bucket.counts[c.category] || 0;
+      if (!n) continue;
+      const h = (n / max) * (height - axis - 4);
+      y -= h;
+      group.append(svg("rect", { x: String(i * (barWidth + gap)), y: String(y), width: String(barWidth), height: String(h), fill: colour[c.category], "data-category": c.category }));
+    }
+    return group;
+  });
+  const last = chart.buckets.length - 1;
+  const labels = [[0, "start"], [Math.floor(last / 2), "middle"], [last, "end"]].map(([i, anchor]) =>
+    svg("text", { x: String(anchor === "end" ? width : i * (barWidth + gap)), y: String(height - 4),
+      class: "axis", "text-anchor": anchor },
+      document.createTextNode(fmtStart(chart.buckets[i].start, span))));
+  $("chart").replaceChildren(svg("svg", { viewBox: "0 0 " + width + " " + height, role: "img",
+    "aria-label": "Corrections per category over time" }, ...bars, ...labels));
+  $("chart-window").textContent = "up to " + max + " per " + fmtSpan(chart.bucket_ms);
+  $("chart-legend").replaceChildren(...chart.categories.map((c) =>
+    h("li", { "data-category": c.category, title: "Show the runs with this correction",
+      onclick: () => { $("filter-category").value = c.category; loadRuns(false); } },
+      h("span", { class: "swatch" }),
+      c.category + " " + fmtNum(c.total))));
+  // The style attribute is refused by the page's CSP; the CSSOM is not.
+  $("chart-legend").querySelectorAll("li").forEach((li) => {
+    li.querySelector(".swatch").style.backgroundColor = colour[li.dataset.category];
+  });
+  $("chart-empty").hidden = chart.categories.length > 0;
+}
+
+$("refresh").addEventListener("click", () => { loadRuns(false); loadChart(); });
+$("filters").addEventListener("change", (event) => {
+  loadRuns(false);
+  if (event.target.id === "filter-since") loadChart();
+});
 $("filters").addEventListener("submit", (event) => { event.preventDefault(); loadRuns(false); });
 $("more").addEventListener("click", () => loadRuns(true));
 
@@ -294,14 +375,49 @@ function protocolReason(reason) {
   return " (probed: " + (PROBE_FINDINGS[reason.finding] || reason.finding) + ")";
 }
 
-function renderEvent(ev, totals, corrections) {
+const KIND_LABEL = {
+  system: "system", example: "example", request: "request", reply: "reply",
+  tool_result: "tool result", feedback: "correction feedback",
+};
+
+function messageItem(m, isNew) {
+  const label = (KIND_LABEL[m.kind] || m.kind || m.role) + (m.tool_name ? " · " + m.tool_name : "");
+  return h("li", { class: "msg " + (m.kind || "reply") + (isNew ? " new" : ""), "data-kind": m.kind || "reply" },
+    h("div", { class: "msg-head" },
+      h("span", { class: "badge" + (m.kind === "feedback" ? " warn" : m.is_error ? " bad" : ""), text: label }),
+      h("span", { class: "tl-detail", text: m.role }),
+      isNew ? h("span", { class: "tl-detail", text: "new in this call" }) : null),
+    m.content ? h("div", { class: "tl-message", text: m.content }) : null,
+    ...(m.tool_calls || []).map((c) => h("pre", { class: "tl-json", text: c.name + "(" + c.arguments + ")" })));
+}
+
+// The messages a model call was sent: the whole conversation, the ones new since the
+// previous call marked, correction feedback set apart.
+function sentMessages(sent) {
+  const feedback = sent.messages.filter((m) => m.kind === "feedback").length;
+  return h("details", { class: "tl-messages" },
+    h("summary", { text: "messages sent · " + sent.messages.length + " (" + sent.added + " new"
+      + (feedback ? ", " + feedback + " correction feedback" : "") + ")" }),
+    h("ol", { class: "msg-list" },
+      ...sent.messages.map((m, i) => messageItem(m, i >= sent.messages.length - sent.added))));
+}
+
+function renderEvent(ev, state) {
+  const { totals, corrections } = state;
   switch (ev.type) {
+    case "messages": {
+      state.conversation = state.conversation.slice(0, ev.kept).concat(ev.added || []);
+      state.sent = { messages: state.conversation, added: (ev.added || []).length };
+      return null;
+    }
     case "run_started":
       return item("run_started", null, "Started",
         h("div", { class: "tl-line" }, h("span", { text: "model " }), h("code", { text: ev.model }),
           h("span", { class: "tl-detail", text: ev.protocol + " protocol" + protocolReason(ev.protocol_reason) })));
     case "model_call": {
       const r = ev.record;
+      const sent = state.sent;
+      state.sent = null;
       totals.modelCalls += 1;
       totals.input += r.input_tokens || 0;
       totals.output += r.output_tokens || 0;
@@ -312,7 +428,8 @@ function renderEvent(ev, totals, corrections) {
           h("span", { class: "tl-detail", text: fmtNum(r.input_tokens) + " → " + fmtNum(r.output_tokens) + " tokens" }),
           r.transport_retries ? h("span", { class: "badge warn", text: r.transport_retries + " transport retries" }) : null,
           r.identical_retry ? h("span", { class: "badge warn", text: "identical retry" }) : null),
-        r.reasoning ? thought(r.reasoning) : null);
+        r.reasoning ? thought(r.reasoning) : null,
+        sent ? sentMessages(sent) : null);
     }
     case "decision": {
       const d = ev.decision || {};
@@ -491,8 +608,7 @@ async function showRun(id) {
   resetRunView();
   const run = await showRunHeader(id);
   if (!run) return;
-  const totals = newTotals();
-  const corrections = {};
+  const state = { totals: newTotals(), corrections: {}, conversation: [], sent: null };
   const timeline = $("timeline");
   $("live").hidden = run.status !== "running";
   if (stream) stream.abort();
@@ -500,9 +616,9 @@ async function showRun(id) {
   stream = controller;
   try {
     await followEvents(id, (ev) => {
-      const el = renderEvent(ev, totals, corrections);
+      const el = renderEvent(ev, state);
       if (el) timeline.append(el);
-      showTotals(totals);
+      showTotals(state.totals);
     }, async () => {
       $("live").hidden = true;
       if (stream === controller) await showRunHeader(id);
@@ -526,7 +642,12 @@ function route() {
   } else {
     if (!info) loadInfo();
     loadRuns(false);
-    listTimer = setInterval(() => { if (!document.hidden && !expanded) loadRuns(false); }, 5000);
+    loadChart();
+    listTimer = setInterval(() => {
+      if (document.hidden) return;
+      if (!expanded) loadRuns(false);
+      loadChart();
+    }, 5000);
   }
 }
 

@@ -17,8 +17,8 @@ use self::writes::Writes;
 use super::batch::split;
 use super::read::{Reader, int};
 use super::{
-    Ending, NewRun, RunEnd, RunFilter, RunRecord, RunStore, RunSummary, StoreError, StoredEvent,
-    Totals, now_ms,
+    CorrectionCount, Ending, NewRun, RunEnd, RunFilter, RunRecord, RunStore, RunSummary,
+    StoreError, StoredEvent, Totals, Window, now_ms,
 };
 
 /// A [`RunStore`] in a SQLite database.
@@ -325,6 +325,13 @@ impl RunStore for SqliteStore {
         filter: &RunFilter,
     ) -> Result<Vec<RunSummary>, StoreError> {
         Reader(&self.pool).list_runs(limit, before, filter).await
+    }
+
+    async fn corrections_over_time(
+        &self,
+        window: &Window,
+    ) -> Result<Vec<CorrectionCount>, StoreError> {
+        Reader(&self.pool).corrections_over_time(window).await
     }
 
     async fn get_run(&self, run_id: &str) -> Result<Option<RunRecord>, StoreError> {
