@@ -4,13 +4,18 @@
 use std::process::Stdio;
 use std::sync::Arc;
 
-use rmcp::model::{CallToolRequestParams, CallToolResult, ErrorCode, JsonObject};
+use opentelemetry::propagation::{Injector, TextMapPropagator};
+use opentelemetry_sdk::propagation::TraceContextPropagator;
+use rmcp::model::{
+    CallToolRequestParams, CallToolResult, ErrorCode, JsonObject, RequestParamsMeta,
+};
 use rmcp::service::{RoleClient, RunningService};
 use rmcp::transport::streamable_http_client::StreamableHttpClientTransportConfig;
 use rmcp::transport::{StreamableHttpClientTransport, TokioChildProcess};
 use rmcp::{ServiceError, ServiceExt};
 use tokio::io::AsyncBufReadExt;
 use tokio::sync::Mutex;
+use tracing_opentelemetry::OpenTelemetrySpanExt;
 
 use crate::config::{McpServerConfig, McpTransport};
 use crate::error::McpError;
@@ -89,7 +94,8 @@ impl McpConnection {
             Ok(client) => client,
             Err(e) => return CallResult::Failed(e.to_string()),
         };
-        let params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments);
+        let mut params = CallToolRequestParams::new(name.to_string()).with_arguments(arguments);
+        propagate(&mut params);
         let after = self.config.call_timeout;
         match tokio::time::timeout(after, client.call_tool(params)).await {
             Ok(Ok(result)) => CallResult::Answered(result),
@@ -205,4 +211,28 @@ async fn log_stderr(server: String, stderr: tokio::process::ChildStderr) {
 /// HTTPS needs a rustls crypto provider; ring is the workspace's.
 fn install_crypto_provider() {
     let _ = rustls::crypto::ring::default_provider().install_default();
+}
+
+/// Puts the W3C `traceparent` (and `tracestate`) of the span the call is made in into the
+/// request's `_meta` (SEP-414), when an OpenTelemetry layer records it, so the server's own
+/// spans continue the run's trace over any transport.
+fn propagate(params: &mut CallToolRequestParams) {
+    let context = tracing::Span::current().context();
+    TraceContextPropagator::new().inject_context(&context, &mut MetaInjector(params));
+}
+
+/// Writes trace context fields into a request's `_meta`.
+struct MetaInjector<'a>(&'a mut CallToolRequestParams);
+
+impl Injector for MetaInjector<'_> {
+    fn set(&mut self, key: &str, value: String) {
+        if value.is_empty() {
+            return;
+        }
+        self.0
+            .meta_or_default()
+            .0
+            .0
+            .insert(key.to_string(), serde_json::Value::String(value));
+    }
 }
