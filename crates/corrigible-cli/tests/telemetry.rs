@@ -527,4 +527,29 @@ fn the_gateway_continues_the_clients_trace_to_the_upstream() {
     assert_eq!(fields.len(), 4, "{sent:?}");
     assert_eq!(fields[1], trace_id, "the client's trace goes on upstream");
     assert_ne!(fields[2], parent, "under the gateway's own span");
+
+    let spans = phoenix.spans(2);
+    let requests = named(&spans, "POST /v1/chat/completions");
+    assert_eq!(requests.len(), 1, "{spans:#?}");
+    assert_eq!(requests[0]["parent_id"], parent);
+    let chats = named(&spans, "chat flaky-model");
+    assert_eq!(
+        chats.len(),
+        1,
+        "the upstream call is a chat span: {spans:#?}"
+    );
+    let chat = chats[0];
+    assert_eq!(chat["parent_id"].as_str(), Some(span_id(requests[0])));
+    assert_eq!(
+        fields[2],
+        span_id(chat),
+        "the upstream's parent is the chat span"
+    );
+    let attributes = &chat["attributes"];
+    assert_eq!(attributes["gen_ai.operation.name"], "chat");
+    assert_eq!(attributes["gen_ai.provider.name"], "openai");
+    assert_eq!(attributes["gen_ai.response.model"], "flaky-model");
+    assert_eq!(attributes["gen_ai.usage.input_tokens"], 50);
+    assert_eq!(attributes["gen_ai.usage.output_tokens"], 12);
+    assert_eq!(attributes["corrigible.stage"], "round_0");
 }

@@ -210,25 +210,17 @@ impl Metrics {
         });
     }
 
+    /// Observes one call the gateway made upstream as a GenAI `chat` operation.
+    pub fn gateway_call(&self, latency_ms: f64, input_tokens: u64, output_tokens: u64) {
+        self.with(|| chat_operation(latency_ms, input_tokens, output_tokens));
+    }
+
     /// Counts what a trace event says.
     pub fn event(&self, event: &TraceEvent) {
         self.with(|| match event {
             TraceEvent::ModelCall { record } => {
-                let seconds = record.latency_ms / 1000.0;
-                histogram!(MODEL_CALL_SECONDS).record(seconds);
-                histogram!(GENAI_OPERATION_DURATION, "gen_ai_operation_name" => "chat")
-                    .record(seconds);
-                for (kind, tokens) in [
-                    ("input", record.input_tokens),
-                    ("output", record.output_tokens),
-                ] {
-                    histogram!(
-                        GENAI_TOKEN_USAGE,
-                        "gen_ai_operation_name" => "chat",
-                        "gen_ai_token_type" => kind
-                    )
-                    .record(tokens as f64);
-                }
+                histogram!(MODEL_CALL_SECONDS).record(record.latency_ms / 1000.0);
+                chat_operation(record.latency_ms, record.input_tokens, record.output_tokens);
             }
             TraceEvent::Repair { record } => {
                 counter!(REPAIRS, "kind" => record.kind.as_str()).increment(1);
@@ -296,5 +288,19 @@ impl Metrics {
             }
         });
         self.handle.render()
+    }
+}
+
+/// The GenAI conventions' client metrics of one `chat` operation: its duration and tokens.
+fn chat_operation(latency_ms: f64, input_tokens: u64, output_tokens: u64) {
+    histogram!(GENAI_OPERATION_DURATION, "gen_ai_operation_name" => "chat")
+        .record(latency_ms / 1000.0);
+    for (kind, tokens) in [("input", input_tokens), ("output", output_tokens)] {
+        histogram!(
+            GENAI_TOKEN_USAGE,
+            "gen_ai_operation_name" => "chat",
+            "gen_ai_token_type" => kind
+        )
+        .record(tokens as f64);
     }
 }

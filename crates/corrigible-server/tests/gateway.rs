@@ -256,6 +256,28 @@ async fn a_broken_call_is_corrected_before_the_client_sees_it() {
     assert_eq!(report["corrections"][0]["corrected"], true);
     assert_eq!(report["usage"]["model_calls"], 2);
     assert_eq!(report["final_summary"], r#"get_weather({"city": "Paris"})"#);
+
+    let metrics = setup
+        .client
+        .get(format!("{}/metrics", setup.base))
+        .send()
+        .await
+        .unwrap()
+        .text()
+        .await
+        .unwrap();
+    assert!(
+        metrics.contains(
+            "gen_ai_client_operation_duration_seconds_count{gen_ai_operation_name=\"chat\"} 2"
+        ),
+        "each upstream call is a chat operation: {metrics}"
+    );
+    assert!(
+        metrics.contains(
+            "gen_ai_client_token_usage_count{gen_ai_operation_name=\"chat\",gen_ai_token_type=\"input\"} 2"
+        ),
+        "{metrics}"
+    );
 }
 
 #[tokio::test]

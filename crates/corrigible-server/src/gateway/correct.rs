@@ -4,12 +4,13 @@
 
 use std::time::Instant;
 
-use corrigible::trace::VerificationRecord;
-use corrigible::{Category, ModelError};
+use corrigible::trace::{VerificationRecord, spans};
+use corrigible::{Category, ModelError, Usage};
 use serde_json::{Map, Value, json};
+use tracing::Instrument;
 
 use super::check::{Contract, Passed, Refused};
-use super::upstream::Upstream;
+use super::upstream::{Answered, Upstream};
 use super::verify::{Verification, Verified};
 use super::wire::{Completion, NotACompletion, TokenUsage};
 
@@ -87,6 +88,42 @@ pub enum UpstreamError {
     NotACompletion(#[from] NotACompletion),
 }
 
+/// One call upstream in its own `chat` span (`round_0` the first, `round_N` the Nth
+/// correction): the model that answered, its tokens, why it stopped, its transport retries, or
+/// the kind of failure.
+async fn call(
+    endpoint: &dyn Upstream,
+    body: &Map<String, Value>,
+    round: usize,
+) -> Result<Answered, UpstreamError> {
+    let requested = body.get("model").and_then(Value::as_str);
+    let span = spans::chat(&endpoint.answering(requested), &format!("round_{round}"));
+    let answer = endpoint.complete(body).instrument(span.clone()).await;
+    match &answer {
+        Ok(answer) => {
+            let completion = &answer.completion;
+            let usage = Usage {
+                input_tokens: completion.usage.prompt_tokens,
+                output_tokens: completion.usage.completion_tokens,
+            };
+            let answering = endpoint.answering(requested);
+            let model = completion
+                .raw
+                .get("model")
+                .and_then(Value::as_str)
+                .unwrap_or_else(|| spans::provider_and_model(&answering).1);
+            let finish = completion.finish_reason.as_deref().unwrap_or("stop");
+            spans::completed(&span, model, usage, finish, answer.retries);
+        }
+        Err(UpstreamError::Model(ModelError::Transport(_))) => {
+            spans::failed_with(&span, "transport")
+        }
+        Err(UpstreamError::Model(_)) => spans::failed_with(&span, "model"),
+        Err(UpstreamError::NotACompletion(_)) => spans::failed_with(&span, "not_a_completion"),
+    }
+    answer
+}
+
 /// Runs one request on one upstream: `body` is the client's, forwarded with `stream` off and,
 /// when `own_model` is set or the client named none, the upstream's own model;
 /// `max_corrections` bounds the replies sent back; `verification`, when set, checks a final
@@ -116,7 +153,7 @@ pub async fn exchange(
     let mut verified = Verified::default();
     loop {
         let started = Instant::now();
-        let answer = endpoint.complete(&body).await?;
+        let answer = call(endpoint, &body, calls.len()).await?;
         retries += answer.retries;
         let completion = answer.completion;
         usage += completion.usage;

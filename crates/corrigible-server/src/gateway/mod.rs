@@ -26,8 +26,9 @@ use axum::body::Body;
 use axum::extract::State;
 use axum::http::{HeaderMap, HeaderName, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
-use corrigible::ModelError;
 use corrigible::policy::{BreakerPolicy, CircuitBreakers};
+use corrigible::trace::spans;
+use corrigible::{ModelError, Usage};
 use serde_json::{Map, Value, json};
 use tokio::sync::Semaphore;
 use tracing::Instrument;
@@ -184,6 +185,13 @@ async fn answer(state: AppState, headers: HeaderMap, body: Body) -> Result<Respo
         }
     };
     let exchange = routed.exchange;
+    for call in &exchange.calls {
+        state.metrics.gateway_call(
+            call.latency_ms,
+            call.usage.prompt_tokens,
+            call.usage.completion_tokens,
+        );
+    }
     let corrections: Vec<&'static str> = exchange.corrections.iter().map(|c| c.as_str()).collect();
     let repairs: Vec<String> = match &exchange.outcome {
         Outcome::Passed(passed) => passed
@@ -289,9 +297,24 @@ async fn stream_through(
     let recorder = state.clone();
     let run_id = id.clone();
     let name = format!("openai:{model}");
+    let span = spans::chat(&name, "round_0");
+    let call = span.clone();
+    let answering = model.clone();
     let done = move |tap: passthrough::Tap, retries: u32| {
         drop(slot);
+        let usage = Usage {
+            input_tokens: tap.usage.prompt_tokens,
+            output_tokens: tap.usage.completion_tokens,
+        };
+        spans::completed(&call, &answering, usage, "stop", retries);
         let exchange = tap.exchange(&name, started, retries);
+        for call in &exchange.calls {
+            recorder.metrics.gateway_call(
+                call.latency_ms,
+                call.usage.prompt_tokens,
+                call.usage.completion_tokens,
+            );
+        }
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
         let report = record::report(&run_id, prompt, &name, &exchange, elapsed);
         let (run, end) = record::rows(&recorder.instance_id(), created_at, report);
@@ -301,7 +324,10 @@ async fn stream_through(
             }
         });
     };
-    let stream = match passthrough::open(server, body, done).await {
+    let stream = match passthrough::open(server, body, done)
+        .instrument(span.clone())
+        .await
+    {
         Ok(stream) => stream,
         Err(error) => {
             state.metrics.gateway_request("failed", &[], &[]);

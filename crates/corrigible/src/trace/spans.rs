@@ -11,7 +11,7 @@ use tracing::field::Empty;
 use serde_json::{Value, json};
 
 use crate::message::{Message, Role, ToolCall};
-use crate::model::{ModelError, ModelReply};
+use crate::model::{ModelError, ModelReply, Usage};
 use crate::tool::ToolOutcome;
 
 /// The provider and model a model's name (`openai:gpt-4o`, `local:qwen2.5-coder-1.5b`) stands
@@ -50,8 +50,9 @@ pub(crate) fn invoke_agent(run_id: &str, model: &str) -> Span {
     )
 }
 
-/// The span of one model call, `stage` naming the slot and correction round it answers.
-pub(crate) fn chat(model: &str, stage: &str) -> Span {
+/// The span of one model call, `stage` naming the slot and correction round it answers; the
+/// gateway opens one for each call it makes upstream.
+pub fn chat(model: &str, stage: &str) -> Span {
     let (provider, model) = provider_and_model(model);
     tracing::info_span!(
         "chat",
@@ -131,20 +132,29 @@ pub(crate) fn tool_content(span: &Span, arguments: &Value, outcome: &ToolOutcome
 /// Records what a model call answered on its span: the tokens, the transport retries it took
 /// (attempts under the one operation), and why it stopped (`tool_calls` or `stop`).
 pub(crate) fn answered(span: &Span, model: &str, reply: &ModelReply) {
-    let (_, model) = provider_and_model(model);
-    span.record("gen_ai.response.model", model);
-    span.record("gen_ai.usage.input_tokens", int(reply.usage.input_tokens));
-    span.record("gen_ai.usage.output_tokens", int(reply.usage.output_tokens));
-    span.record(
-        "corrigible.transport_retries",
-        i64::from(reply.transport_retries),
-    );
     let finish = if reply.tool_calls.is_empty() {
         "stop"
     } else {
         "tool_calls"
     };
-    span.record("gen_ai.response.finish_reasons", finish);
+    let (_, model) = provider_and_model(model);
+    completed(span, model, reply.usage, finish, reply.transport_retries);
+}
+
+/// Records an answered call on a [`chat`] span: the model that answered (as the provider
+/// names it), its tokens, why it stopped, and the transport retries it took.
+pub fn completed(span: &Span, model: &str, usage: Usage, finish_reason: &str, retries: u32) {
+    span.record("gen_ai.response.model", model);
+    span.record("gen_ai.usage.input_tokens", int(usage.input_tokens));
+    span.record("gen_ai.usage.output_tokens", int(usage.output_tokens));
+    span.record("corrigible.transport_retries", i64::from(retries));
+    span.record("gen_ai.response.finish_reasons", finish_reason);
+}
+
+/// Records a failed call on a [`chat`] span: `kind` is its `error.type`.
+pub fn failed_with(span: &Span, kind: &str) {
+    span.record("error.type", kind);
+    span.record("otel.status_code", "ERROR");
 }
 
 /// Records a failed model call on its span.
@@ -153,8 +163,7 @@ pub(crate) fn failed(span: &Span, error: &ModelError) {
         ModelError::Transport(_) => "transport",
         _ => "model",
     };
-    span.record("error.type", kind);
-    span.record("otel.status_code", "ERROR");
+    failed_with(span, kind);
 }
 
 /// The span of one tool call, every attempt of it included.
