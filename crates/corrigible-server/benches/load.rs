@@ -6,7 +6,9 @@
 //! 2. SQLite's write ceiling for our rows (whole runs in the writer's batches, no HTTP);
 //! 3. the full server on SQLite (a calculator call and a final answer per run);
 //! 4. with `LOAD_POSTGRES_URL` set: the full server on Postgres, with 1 and 2 instances
-//!    sharing the database (the clients alternate between the instances).
+//!    sharing the database (the clients alternate between the instances);
+//! 5. last, with `OTEL_EXPORTER_OTLP_ENDPOINT` set: the full server on SQLite again, its spans
+//!    exported there over OTLP/HTTP through the batch processor `corrigible serve` uses.
 //!
 //! `cargo bench -p corrigible-server --bench load` runs `LOAD_RUNS` runs (default 2000) with
 //! `LOAD_CONCURRENCY` clients (default 64) per phase and prints requests or runs per second
@@ -30,9 +32,15 @@ use corrigible_server::store::{
 };
 use corrigible_server::{AppState, ServerConfig, open_store, replay_factory, serve_listener};
 use futures_util::StreamExt;
+use opentelemetry::trace::TracerProvider as _;
+use opentelemetry_otlp::SpanExporter;
+use opentelemetry_sdk::trace::SdkTracerProvider;
 use serde_json::{Value, json};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
+use tracing::Level;
+use tracing_subscriber::filter::Targets;
+use tracing_subscriber::prelude::*;
 
 const REPLAY: &str = r#"{"text": "{\"state\":\"action\",\"reason\":\"compute\",\"tool\":\"calculator\",\"tool_input\":{\"expression\":\"2*(3+4)\"}}", "usage": {"input_tokens": 300, "output_tokens": 30}}
 {"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"14\"}", "usage": {"input_tokens": 340, "output_tokens": 12}}
@@ -99,6 +107,44 @@ async fn load(runs: usize, concurrency: usize) {
             );
         }
     }
+
+    if let Some(provider) = exporter() {
+        let subscriber = tracing_subscriber::registry().with(
+            tracing_opentelemetry::layer()
+                .with_tracer(provider.tracer("load"))
+                .with_filter(Targets::new().with_target("corrigible", Level::INFO)),
+        );
+        if tracing::subscriber::set_global_default(subscriber).is_err() {
+            println!("export phase skipped: LOAD_LOG set a subscriber of its own");
+            return;
+        }
+        let dir = tempfile::tempdir().expect("temp dir");
+        let db = dir.path().join("exported.db").display().to_string();
+        let server = Server::start(&db, concurrency).await;
+        let stats = drive(std::slice::from_ref(&server.base), runs, concurrency).await;
+        report("server, SQLite, spans exported", &stats, "runs/s");
+        server.stop().await;
+        let flushed = tokio::task::spawn_blocking(move || provider.shutdown()).await;
+        if let Ok(Err(error)) = flushed {
+            println!("export did not finish: {error}");
+        }
+        assert!(
+            stats.errors.is_empty(),
+            "{} runs failed",
+            stats.errors.len()
+        );
+    }
+}
+
+/// The exporter `corrigible serve` builds, when the environment names an endpoint.
+fn exporter() -> Option<SdkTracerProvider> {
+    std::env::var_os("OTEL_EXPORTER_OTLP_ENDPOINT")?;
+    let exporter = SpanExporter::builder().with_http().build().ok()?;
+    Some(
+        SdkTracerProvider::builder()
+            .with_batch_exporter(exporter)
+            .build(),
+    )
 }
 
 /// A server on a loopback port.
