@@ -69,6 +69,9 @@ pub struct FileConfig {
     /// Verification of satisfied answers.
     #[serde(default)]
     pub verify: VerifyConfig,
+    /// OpenTelemetry export; the standard `OTEL_*` variables override it.
+    #[serde(default)]
+    pub telemetry: TelemetryConfig,
     /// MCP servers, as `[[mcp]]` tables.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub mcp: Vec<crate::mcp::McpTable>,
@@ -220,6 +223,33 @@ pub struct VerifyConfig {
     /// Verifications per run, as `--max-verifications`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_per_run: Option<u32>,
+}
+
+/// `[telemetry]`: where spans are exported, under which service name, and whether they carry
+/// content. Each key yields to its standard variable.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TelemetryConfig {
+    /// The OTLP/HTTP base URL (`/v1/traces` is appended), as `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub endpoint: Option<String>,
+    /// The service name, as `OTEL_SERVICE_NAME` (default `corrigible`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub service_name: Option<String>,
+    /// Whether spans carry messages, tool arguments and results, as
+    /// `OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub capture_content: Option<bool>,
+}
+
+/// The `[telemetry]` table of the configuration `flag` names (or `CORRIGIBLE_CONFIG`), read
+/// before anything else; a file that does not load yields the defaults here and its error
+/// later, where the command reads it whole.
+pub fn telemetry(flag: Option<&Path>) -> TelemetryConfig {
+    locate(flag)
+        .and_then(|path| load(&path).ok())
+        .map(|file| file.telemetry)
+        .unwrap_or_default()
 }
 
 /// Where the configuration comes from: `--config`, else `CORRIGIBLE_CONFIG`, else nothing.

@@ -47,7 +47,12 @@ fn main() -> ExitCode {
         Command::Serve(_) => "warn,corrigible_server=info",
         _ => "off",
     };
-    let telemetry = telemetry::Telemetry::init(default_log);
+    let telemetry_file = match &cli.command {
+        Command::Run(args) => config::telemetry(args.config.as_deref()),
+        Command::Serve(args) => config::telemetry(args.config.as_deref()),
+        _ => config::TelemetryConfig::default(),
+    };
+    let telemetry = telemetry::Telemetry::init(default_log, &telemetry_file);
     match &cli.command {
         Command::Parse(args) => return parse::parse(args),
         Command::Completions { shell } => return help::completions(*shell),
@@ -164,7 +169,7 @@ async fn build_agent(
         .discovery(setup::discovery(tool_args)?)
         .protocol(model.protocol)
         .protocol_reason(model.protocol_reason)
-        .capture_content(telemetry::captures_content());
+        .capture_content(telemetry::captures_content(&file.telemetry));
     if let Some(template) = &file.feedback.template {
         builder = builder.feedback_template(template.clone());
     }

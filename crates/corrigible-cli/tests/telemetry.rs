@@ -352,6 +352,58 @@ fn content_is_exported_only_when_opted_in() {
     );
 }
 
+#[test]
+fn the_config_file_turns_export_and_content_on() {
+    let Some(program) = phoenix() else { return };
+    let phoenix = Phoenix::start(&program);
+    let dir = tempfile::tempdir().expect("a directory");
+    let config = dir.path().join("corrigible.toml");
+    std::fs::write(
+        &config,
+        format!(
+            "[telemetry]\nendpoint = \"{}/\"\nservice_name = \"from-the-file\"\ncapture_content = true\n",
+            phoenix.url("")
+        ),
+    )
+    .expect("config written");
+    let output = Command::new(env!("CARGO_BIN_EXE_corrigible"))
+        .args([
+            "run",
+            "--json",
+            "--model",
+            &format!("replay:{REPLAY}"),
+            PROMPT,
+        ])
+        .arg("--config")
+        .arg(&config)
+        .env_remove("OTEL_EXPORTER_OTLP_ENDPOINT")
+        .env_remove("OTEL_EXPORTER_OTLP_TRACES_ENDPOINT")
+        .env_remove("OTEL_INSTRUMENTATION_GENAI_CAPTURE_MESSAGE_CONTENT")
+        .env_remove("OTEL_SERVICE_NAME")
+        .env_remove("CORRIGIBLE_LOG")
+        .output()
+        .expect("corrigible runs");
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let spans = phoenix.spans(5);
+    let chats = named(&spans, "chat replay");
+    assert_eq!(
+        chats.len(),
+        3,
+        "the file's endpoint gets the spans: {spans:#?}"
+    );
+    assert!(
+        chats[0]["attributes"]["gen_ai.input.messages"]
+            .as_str()
+            .is_some_and(|m| m.contains("secret prompt")),
+        "the file's capture_content: {:#}",
+        chats[0]
+    );
+}
+
 /// An OpenAI-compatible upstream that answers 503 to its first `fails` requests, then a final
 /// decision, and keeps the `traceparent` of every request.
 #[derive(Clone)]
