@@ -21,6 +21,7 @@ use clap::Parser;
 use corrigible::policy::BreakerStore;
 use corrigible::trace::TraceSink;
 use corrigible::{Agent, RunError, RunOptions};
+use opentelemetry::metrics::Meter;
 use serde_json::json;
 
 use args::{Cli, Command, ConfigCommand, RunArgs, ServeArgs};
@@ -52,7 +53,8 @@ fn main() -> ExitCode {
         Command::Serve(args) => config::telemetry(args.config.as_deref()),
         _ => config::TelemetryConfig::default(),
     };
-    let telemetry = telemetry::Telemetry::init(default_log, &telemetry_file);
+    let serves = matches!(cli.command, Command::Serve(_));
+    let telemetry = telemetry::Telemetry::init(default_log, &telemetry_file, serves);
     match &cli.command {
         Command::Parse(args) => return parse::parse(args),
         Command::Completions { shell } => return help::completions(*shell),
@@ -74,7 +76,7 @@ fn main() -> ExitCode {
     let result = runtime.block_on(async {
         match cli.command {
             Command::Run(args) => run(args).await,
-            Command::Serve(args) => serve(args).await,
+            Command::Serve(args) => serve(args, telemetry.meter()).await,
             Command::Config(command) => config_command(command),
             Command::Bench(args) => bench::bench(args).await.map_err(Failure::Usage),
             Command::Parse(_) | Command::Completions { .. } | Command::Man { .. } => Ok(()),
@@ -194,7 +196,7 @@ fn probe_failure(e: corrigible::ModelError) -> Failure {
     }
 }
 
-async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
+async fn serve(mut args: ServeArgs, meter: Option<Meter>) -> Result<(), Failure> {
     let at_least_one = [
         (
             "--max-concurrent-model-calls",
@@ -279,8 +281,12 @@ async fn serve(mut args: ServeArgs) -> Result<(), Failure> {
             verifier.max(),
         ));
     }
-    let state = corrigible_server::AppState::new(Arc::new(agent), model.factory, store, &config)
-        .with_gateway(gateway);
+    let mut state =
+        corrigible_server::AppState::new(Arc::new(agent), model.factory, store, &config)
+            .with_gateway(gateway);
+    if let Some(meter) = meter {
+        state = state.with_meter(meter);
+    }
     let listener = corrigible_server::bind(&config)
         .await
         .map_err(anyhow::Error::from)?;

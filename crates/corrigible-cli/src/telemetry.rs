@@ -3,9 +3,11 @@
 
 use std::io::IsTerminal;
 
+use opentelemetry::metrics::{Meter, MeterProvider as _};
 use opentelemetry::trace::TracerProvider as _;
-use opentelemetry_otlp::{SpanExporter, WithExportConfig};
+use opentelemetry_otlp::{MetricExporter, SpanExporter, WithExportConfig};
 use opentelemetry_sdk::Resource;
+use opentelemetry_sdk::metrics::{PeriodicReader, SdkMeterProvider};
 use opentelemetry_sdk::trace::SdkTracerProvider;
 use tracing::Level;
 use tracing_subscriber::filter::{EnvFilter, Targets};
@@ -13,25 +15,56 @@ use tracing_subscriber::prelude::*;
 
 use crate::config::TelemetryConfig;
 
-/// The variables that turn export on, one of which must name an endpoint.
-const ENDPOINT_VARS: [&str; 2] = [
-    "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
-    "OTEL_EXPORTER_OTLP_ENDPOINT",
-];
-
-/// The process's subscriber; `shutdown` flushes the spans not yet exported.
-pub struct Telemetry {
-    provider: Option<SdkTracerProvider>,
+/// What is exported: spans or metrics, each with its own variables.
+#[derive(Debug, Clone, Copy)]
+enum Signal {
+    Traces,
+    Metrics,
 }
 
-/// The traces path appended to a base endpoint, as the SDK does for
-/// `OTEL_EXPORTER_OTLP_ENDPOINT`.
-const TRACES_PATH: &str = "/v1/traces";
+impl Signal {
+    /// The variables that name its endpoint, the signal's own first.
+    fn endpoint_vars(self) -> [&'static str; 2] {
+        match self {
+            Signal::Traces => [
+                "OTEL_EXPORTER_OTLP_TRACES_ENDPOINT",
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+            ],
+            Signal::Metrics => [
+                "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT",
+                "OTEL_EXPORTER_OTLP_ENDPOINT",
+            ],
+        }
+    }
+
+    /// The variable that turns its exporter off with `none`.
+    fn exporter_var(self) -> &'static str {
+        match self {
+            Signal::Traces => "OTEL_TRACES_EXPORTER",
+            Signal::Metrics => "OTEL_METRICS_EXPORTER",
+        }
+    }
+
+    /// The path appended to a base endpoint, as the SDK does for `OTEL_EXPORTER_OTLP_ENDPOINT`.
+    fn path(self) -> &'static str {
+        match self {
+            Signal::Traces => "/v1/traces",
+            Signal::Metrics => "/v1/metrics",
+        }
+    }
+}
+
+/// The process's subscriber and meter; `shutdown` flushes what is not yet exported.
+pub struct Telemetry {
+    provider: Option<SdkTracerProvider>,
+    meters: Option<SdkMeterProvider>,
+}
 
 impl Telemetry {
     /// Logs filtered by `CORRIGIBLE_LOG` (else `default_log`) on stderr, and the engine's spans
-    /// to OTLP/HTTP when the standard variables or the file's `[telemetry]` configure it.
-    pub fn init(default_log: &str, file: &TelemetryConfig) -> Self {
+    /// (and, for a server, its metrics) to OTLP/HTTP when the standard variables or the file's
+    /// `[telemetry]` configure it.
+    pub fn init(default_log: &str, file: &TelemetryConfig, serves: bool) -> Self {
         let logs = tracing_subscriber::fmt::layer()
             .with_writer(std::io::stderr)
             .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
@@ -40,13 +73,21 @@ impl Telemetry {
                     .unwrap_or_else(|_| EnvFilter::new(default_log)),
             );
         let provider = provider(file);
+        let meters = if serves { meters(file) } else { None };
         let spans = provider.as_ref().map(|provider| {
             tracing_opentelemetry::layer()
                 .with_tracer(provider.tracer("corrigible"))
                 .with_filter(Targets::new().with_target("corrigible", Level::INFO))
         });
         tracing_subscriber::registry().with(logs).with(spans).init();
-        Self { provider }
+        Self { provider, meters }
+    }
+
+    /// The meter the server records its metrics on, when metrics are exported.
+    pub fn meter(&self) -> Option<Meter> {
+        self.meters
+            .as_ref()
+            .map(|meters| meters.meter("corrigible"))
     }
 
     /// Exports what is left, within the exporter's timeout.
@@ -55,6 +96,11 @@ impl Telemetry {
             && let Err(error) = provider.shutdown()
         {
             eprintln!("warning: OpenTelemetry export did not finish: {error}");
+        }
+        if let Some(meters) = self.meters
+            && let Err(error) = meters.shutdown()
+        {
+            eprintln!("warning: OpenTelemetry metrics export did not finish: {error}");
         }
     }
 }
@@ -69,31 +115,42 @@ pub fn captures_content(file: &TelemetryConfig) -> bool {
     }
 }
 
-/// Where to export: the environment's endpoint, else the file's (with `/v1/traces` appended);
-/// none when the SDK is disabled or the traces exporter is `none`. `Some(None)` means the
-/// exporter reads the endpoint from the environment itself.
-fn endpoint(file: &TelemetryConfig) -> Option<Option<String>> {
+/// Where to export `signal`: the environment's endpoint, else the file's (with the signal's
+/// path appended); none when the SDK is disabled or the signal's exporter is `none`.
+/// `Some(None)` means the exporter reads the endpoint from the environment itself.
+fn endpoint(file: &TelemetryConfig, signal: Signal) -> Option<Option<String>> {
     let is = |name: &str, value: &str| {
         std::env::var(name).is_ok_and(|v| v.trim().eq_ignore_ascii_case(value))
     };
-    if is("OTEL_SDK_DISABLED", "true") || is("OTEL_TRACES_EXPORTER", "none") {
+    if is("OTEL_SDK_DISABLED", "true") || is(signal.exporter_var(), "none") {
         return None;
     }
-    let from_environment = ENDPOINT_VARS
+    let from_environment = signal
+        .endpoint_vars()
         .iter()
         .any(|name| std::env::var(name).is_ok_and(|v| !v.trim().is_empty()));
     if from_environment {
         return Some(None);
     }
     let base = file.endpoint.as_deref()?.trim().trim_end_matches('/');
-    (!base.is_empty()).then(|| Some(format!("{base}{TRACES_PATH}")))
+    (!base.is_empty()).then(|| Some(format!("{base}{}", signal.path())))
 }
 
-/// A batch exporter to the configured endpoint (the exporter reads the headers and timeout
-/// from the standard variables; the SDK reads the sampler and resource), service name
-/// `OTEL_SERVICE_NAME`, else the file's, else `corrigible`.
+/// The resource: `OTEL_SERVICE_NAME` (which the SDK reads), else the file's, else
+/// `corrigible`.
+fn resource(file: &TelemetryConfig) -> Resource {
+    let mut resource = Resource::builder();
+    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
+        let name = file.service_name.as_deref().unwrap_or("corrigible");
+        resource = resource.with_service_name(name.to_string());
+    }
+    resource.build()
+}
+
+/// A batch span exporter to the configured endpoint (the exporter reads the headers and
+/// timeout from the standard variables; the SDK reads the sampler and resource).
 fn provider(file: &TelemetryConfig) -> Option<SdkTracerProvider> {
-    let endpoint = endpoint(file)?;
+    let endpoint = endpoint(file, Signal::Traces)?;
     let mut builder = SpanExporter::builder().with_http();
     if let Some(url) = &endpoint {
         builder = builder.with_endpoint(url.clone());
@@ -106,15 +163,34 @@ fn provider(file: &TelemetryConfig) -> Option<SdkTracerProvider> {
             return None;
         }
     };
-    let mut resource = Resource::builder();
-    if std::env::var_os("OTEL_SERVICE_NAME").is_none() {
-        let name = file.service_name.as_deref().unwrap_or("corrigible");
-        resource = resource.with_service_name(name.to_string());
-    }
     Some(
         SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
-            .with_resource(resource.build())
+            .with_resource(resource(file))
+            .build(),
+    )
+}
+
+/// A periodic metrics exporter to the configured endpoint, every `OTEL_METRIC_EXPORT_INTERVAL`
+/// (60 s unless set).
+fn meters(file: &TelemetryConfig) -> Option<SdkMeterProvider> {
+    let endpoint = endpoint(file, Signal::Metrics)?;
+    let mut builder = MetricExporter::builder().with_http();
+    if let Some(url) = &endpoint {
+        builder = builder.with_endpoint(url.clone());
+    }
+    let exporter = match builder.build() {
+        Ok(exporter) => exporter,
+        Err(error) => {
+            let shown = endpoint.as_deref().unwrap_or("the configured endpoint");
+            eprintln!("warning: no OpenTelemetry metrics export to {shown}: {error}");
+            return None;
+        }
+    };
+    Some(
+        SdkMeterProvider::builder()
+            .with_reader(PeriodicReader::builder(exporter).build())
+            .with_resource(resource(file))
             .build(),
     )
 }

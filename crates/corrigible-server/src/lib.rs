@@ -42,6 +42,7 @@ pub mod metrics;
 mod models;
 mod open_connections;
 mod origin;
+mod otel_metrics;
 mod request;
 mod request_id;
 mod routes;

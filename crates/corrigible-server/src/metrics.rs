@@ -4,13 +4,17 @@
 //! Each server has its own recorder (no global state), so several servers can live in one
 //! process (tests do).
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 
 use corrigible::TraceEvent;
 use corrigible::policy::BreakerState;
 use metrics::{
-    Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
+    KeyName, Unit, counter, describe_counter, describe_gauge, describe_histogram, gauge, histogram,
 };
+use metrics_exporter_otel::OpenTelemetryRecorder;
+use opentelemetry::metrics::Meter;
+
+use crate::otel_metrics::{Both, OtelNames, otel_name};
 use metrics_exporter_prometheus::{
     Matcher, PrometheusBuilder, PrometheusHandle, PrometheusRecorder,
 };
@@ -71,6 +75,13 @@ const LATENCY_BUCKETS: [f64; 14] = [
     0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0,
 ];
 
+/// The histograms' bucket bounds.
+const BUCKETS: [(&str, &[f64; 14]); 3] = [
+    (MODEL_CALL_SECONDS, &LATENCY_BUCKETS),
+    (GENAI_TOKEN_USAGE, &TOKEN_BUCKETS),
+    (GENAI_OPERATION_DURATION, &OPERATION_BUCKETS),
+];
+
 /// How a run ended, for [`RUNS`].
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum RunOutcome<'a> {
@@ -97,11 +108,13 @@ pub struct Load {
     pub events_queued: usize,
 }
 
-/// The server's metrics recorder.
+/// The server's metrics recorder: Prometheus text for `/metrics`, and OpenTelemetry
+/// instruments too once [`Metrics::export`] gives it a meter.
 #[derive(Clone)]
 pub struct Metrics {
     recorder: Arc<PrometheusRecorder>,
     handle: PrometheusHandle,
+    exported: Arc<OnceLock<Both>>,
 }
 
 impl Default for Metrics {
@@ -113,13 +126,8 @@ impl Default for Metrics {
 impl Metrics {
     /// A fresh recorder with the model-latency histogram's buckets.
     pub fn new() -> Self {
-        let buckets = [
-            (MODEL_CALL_SECONDS, &LATENCY_BUCKETS),
-            (GENAI_TOKEN_USAGE, &TOKEN_BUCKETS),
-            (GENAI_OPERATION_DURATION, &OPERATION_BUCKETS),
-        ];
         let mut builder = PrometheusBuilder::new();
-        for (name, bounds) in buckets {
+        for (name, bounds) in BUCKETS {
             builder = match builder.set_buckets_for_metric(Matcher::Full(name.into()), bounds) {
                 Ok(builder) => builder,
                 Err(_) => PrometheusBuilder::new(),
@@ -130,66 +138,33 @@ impl Metrics {
         let metrics = Self {
             recorder: Arc::new(recorder),
             handle,
+            exported: Arc::new(OnceLock::new()),
         };
-        metrics.with(|| {
-            describe_counter!(RUNS, "Runs by outcome and stop reason.");
-            describe_gauge!(RUNS_IN_FLIGHT, "Runs executing now.");
-            describe_gauge!(RUNS_QUEUED, "Requests waiting for a run slot.");
-            describe_counter!(
-                RUNS_REFUSED,
-                "Runs refused by admission control, by reason."
-            );
-            describe_gauge!(MODEL_CALLS_WAITING, "Model calls waiting for their turn.");
-            describe_counter!(
-                CONNECTIONS_SHED,
-                "Connections closed to make room or refused at the connection limit."
-            );
-            describe_gauge!(
-                EVENTS_QUEUED,
-                "Trace events waiting to be written to the store."
-            );
-            describe_counter!(
-                CORRECTIONS,
-                "Rejections sent back to the model, by category."
-            );
-            describe_counter!(TOOL_CALLS, "Tool actions by tool and outcome.");
-            describe_counter!(
-                VERIFICATIONS,
-                "Verifications of satisfied answers, by outcome."
-            );
-            describe_counter!(
-                GATEWAY_REQUESTS,
-                "Chat completions answered by the gateway, by outcome."
-            );
-            describe_counter!(
-                GATEWAY_CORRECTIONS,
-                "Gateway replies sent back to the upstream, by category."
-            );
-            describe_counter!(
-                GATEWAY_REPAIRS,
-                "Local repairs of upstream replies by the gateway, by kind."
-            );
-            describe_gauge!(
-                BREAKER_STATE,
-                "Circuit breaker state per tool: 0 closed, 1 half-open, 2 open."
-            );
-            describe_histogram!(MODEL_CALL_SECONDS, Unit::Seconds, "Model-call latency.");
-            describe_counter!(REPAIRS, "Local repairs of model replies, by kind.");
-            describe_histogram!(
-                GENAI_TOKEN_USAGE,
-                "Tokens per model call, by token type (gen_ai.client.token.usage)."
-            );
-            describe_histogram!(
-                GENAI_OPERATION_DURATION,
-                Unit::Seconds,
-                "Model-call duration (gen_ai.client.operation.duration)."
-            );
-        });
+        metrics.with(describe);
         metrics
     }
 
+    /// Records every metric on `meter` as well, under its OpenTelemetry name, from now on; a
+    /// second meter is ignored.
+    pub fn export(&self, meter: Meter) {
+        let otel = OpenTelemetryRecorder::new(meter);
+        for (name, bounds) in BUCKETS {
+            otel.set_histogram_bounds(&KeyName::from(otel_name(name)), bounds.to_vec());
+        }
+        let both = Both {
+            prometheus: self.recorder.clone(),
+            otel: OtelNames(otel),
+        };
+        if self.exported.set(both).is_ok() {
+            self.with(describe);
+        }
+    }
+
     fn with<T>(&self, f: impl FnOnce() -> T) -> T {
-        metrics::with_local_recorder(self.recorder.as_ref(), f)
+        match self.exported.get() {
+            Some(both) => metrics::with_local_recorder(both, f),
+            None => metrics::with_local_recorder(self.recorder.as_ref(), f),
+        }
     }
 
     /// Counts one gateway request: how it ended, what was sent back, what was repaired.
@@ -303,4 +278,60 @@ fn chat_operation(latency_ms: f64, input_tokens: u64, output_tokens: u64) {
         )
         .record(tokens as f64);
     }
+}
+
+/// Describes every metric to the recorder in use.
+fn describe() {
+    describe_counter!(RUNS, "Runs by outcome and stop reason.");
+    describe_gauge!(RUNS_IN_FLIGHT, "Runs executing now.");
+    describe_gauge!(RUNS_QUEUED, "Requests waiting for a run slot.");
+    describe_counter!(
+        RUNS_REFUSED,
+        "Runs refused by admission control, by reason."
+    );
+    describe_gauge!(MODEL_CALLS_WAITING, "Model calls waiting for their turn.");
+    describe_counter!(
+        CONNECTIONS_SHED,
+        "Connections closed to make room or refused at the connection limit."
+    );
+    describe_gauge!(
+        EVENTS_QUEUED,
+        "Trace events waiting to be written to the store."
+    );
+    describe_counter!(
+        CORRECTIONS,
+        "Rejections sent back to the model, by category."
+    );
+    describe_counter!(TOOL_CALLS, "Tool actions by tool and outcome.");
+    describe_counter!(
+        VERIFICATIONS,
+        "Verifications of satisfied answers, by outcome."
+    );
+    describe_counter!(
+        GATEWAY_REQUESTS,
+        "Chat completions answered by the gateway, by outcome."
+    );
+    describe_counter!(
+        GATEWAY_CORRECTIONS,
+        "Gateway replies sent back to the upstream, by category."
+    );
+    describe_counter!(
+        GATEWAY_REPAIRS,
+        "Local repairs of upstream replies by the gateway, by kind."
+    );
+    describe_gauge!(
+        BREAKER_STATE,
+        "Circuit breaker state per tool: 0 closed, 1 half-open, 2 open."
+    );
+    describe_histogram!(MODEL_CALL_SECONDS, Unit::Seconds, "Model-call latency.");
+    describe_counter!(REPAIRS, "Local repairs of model replies, by kind.");
+    describe_histogram!(
+        GENAI_TOKEN_USAGE,
+        "Tokens per model call, by token type (gen_ai.client.token.usage)."
+    );
+    describe_histogram!(
+        GENAI_OPERATION_DURATION,
+        Unit::Seconds,
+        "Model-call duration (gen_ai.client.operation.duration)."
+    );
 }

@@ -71,6 +71,13 @@ impl AppState {
         }
     }
 
+    /// The same state, its metrics also recorded as OpenTelemetry instruments on `meter`,
+    /// which exports them as its provider is set up.
+    pub fn with_meter(self, meter: opentelemetry::metrics::Meter) -> Self {
+        self.metrics.export(meter);
+        self
+    }
+
     /// The same state that also answers `POST /v1/chat/completions` and `GET /v1/models`
     /// through `gateway`.
     pub fn with_gateway(mut self, gateway: Gateway) -> Self {
