@@ -257,6 +257,51 @@ async fn a_broken_call_is_corrected_before_the_client_sees_it() {
     assert_eq!(report["usage"]["model_calls"], 2);
     assert_eq!(report["final_summary"], r#"get_weather({"city": "Paris"})"#);
 
+    let response = setup
+        .client
+        .get(format!("{}/v1/runs/{run_id}/events", setup.base))
+        .send()
+        .await
+        .unwrap();
+    let events = common::read_sse(response).await;
+    let kinds: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
+    assert_eq!(
+        kinds,
+        [
+            "run_started",
+            "messages",
+            "model_call",
+            "rejection",
+            "messages",
+            "model_call",
+            "corrected",
+            "run_finished",
+            "end"
+        ],
+        "a gateway request's trace, as a run's"
+    );
+    assert_eq!(events[3].data["record"]["category"], "invalid_json");
+    let second = &events[4].data;
+    assert_eq!(second["kept"], 1, "the client's message, kept");
+    let added: Vec<&str> = second["added"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|m| m["kind"].as_str().unwrap())
+        .collect();
+    assert_eq!(added, ["reply", "feedback"]);
+    assert_eq!(second["added"][0]["tool_calls"][0]["id"], "c1");
+    let listed: Value = setup
+        .client
+        .get(format!("{}/v1/runs?category=invalid_json", setup.base))
+        .send()
+        .await
+        .unwrap()
+        .json()
+        .await
+        .unwrap();
+    assert_eq!(listed["runs"][0]["run_id"], run_id.as_str());
+
     let metrics = setup
         .client
         .get(format!("{}/metrics", setup.base))

@@ -66,9 +66,13 @@ impl Exchange {
     }
 }
 
-/// One upstream call: how long it took, its tokens, its transport retries.
-#[derive(Debug, Clone, Copy)]
+/// One upstream call: the messages it was sent, how long it took, its tokens, its transport
+/// retries.
+#[derive(Debug, Clone)]
 pub struct UpstreamCall {
+    /// The conversation as the upstream got it: the client's messages, then each reply sent
+    /// back with its feedback.
+    pub sent: Vec<Value>,
     /// Milliseconds from sending to the whole body.
     pub latency_ms: f64,
     /// Its tokens.
@@ -158,6 +162,7 @@ pub async fn exchange(
         let completion = answer.completion;
         usage += completion.usage;
         calls.push(UpstreamCall {
+            sent: messages_of(&body),
             latency_ms: started.elapsed().as_secs_f64() * 1000.0,
             usage: completion.usage,
             retries: answer.retries,
@@ -219,6 +224,14 @@ pub async fn exchange(
         }
         send_back(&mut body, &completion, &refused);
     }
+}
+
+/// The messages of a Chat Completions request body.
+pub fn messages_of(body: &Map<String, Value>) -> Vec<Value> {
+    body.get("messages")
+        .and_then(Value::as_array)
+        .cloned()
+        .unwrap_or_default()
 }
 
 /// Appends the refused reply and its feedback to the conversation: a tool message answering

@@ -222,8 +222,9 @@ async fn answer(state: AppState, headers: HeaderMap, body: Body) -> Result<Respo
         &exchange,
         started.elapsed().as_secs_f64() * 1000.0,
     );
+    let events = record::events(&report, &exchange);
     let (run, end) = record::rows(&state.instance_id(), created_at, report);
-    if let Err(error) = state.runner.store_finished(run, end).await {
+    if let Err(error) = state.runner.store_finished(run, events, end).await {
         tracing::warn!(run_id = %id, "the gateway request could not be stored: {error}");
     }
     let mut response = match &exchange.outcome {
@@ -297,6 +298,7 @@ async fn stream_through(
     let recorder = state.clone();
     let run_id = id.clone();
     let name = format!("openai:{model}");
+    let sent = correct::messages_of(&body);
     let span = spans::chat(&name, "round_0");
     let call = span.clone();
     let answering = model.clone();
@@ -307,7 +309,7 @@ async fn stream_through(
             output_tokens: tap.usage.completion_tokens,
         };
         spans::completed(&call, &answering, usage, "stop", retries);
-        let exchange = tap.exchange(&name, started, retries);
+        let exchange = tap.exchange(sent, &name, started, retries);
         for call in &exchange.calls {
             recorder.metrics.gateway_call(
                 call.latency_ms,
@@ -317,9 +319,10 @@ async fn stream_through(
         }
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
         let report = record::report(&run_id, prompt, &name, &exchange, elapsed);
+        let events = record::events(&report, &exchange);
         let (run, end) = record::rows(&recorder.instance_id(), created_at, report);
         tokio::spawn(async move {
-            if let Err(error) = recorder.runner.store_finished(run, end).await {
+            if let Err(error) = recorder.runner.store_finished(run, events, end).await {
                 tracing::warn!(run_id, "the gateway request could not be stored: {error}");
             }
         });

@@ -50,8 +50,14 @@ impl Tap {
         }
     }
 
-    /// What was streamed, as the exchange the run record is made of.
-    pub fn exchange(self, model: &str, started: Instant, retries: u32) -> Exchange {
+    /// What was streamed in answer to `sent`, as the exchange the run record is made of.
+    pub fn exchange(
+        self,
+        sent: Vec<Value>,
+        model: &str,
+        started: Instant,
+        retries: u32,
+    ) -> Exchange {
         let message = ReplyMessage {
             content: Some(self.text),
             ..ReplyMessage::default()
@@ -73,6 +79,7 @@ impl Tap {
             }),
             usage: self.usage,
             calls: vec![UpstreamCall {
+                sent,
                 latency_ms: started.elapsed().as_secs_f64() * 1000.0,
                 usage: self.usage,
                 retries,

@@ -1,14 +1,16 @@
 //! A gateway request as a run in the store: its upstream calls, the replies sent back and the
 //! local repairs, so it shows on the dashboard and in `GET /v1/runs` beside the agent's runs.
 
+use serde_json::Value;
+
 use super::correct::{Exchange, Outcome};
-use super::wire::ReplyMessage;
+use super::wire::{ReplyMessage, text_of};
 use crate::store::{NewRun, RunEnd};
 use corrigible::decision::repair::RepairKind;
 use corrigible::trace::{
-    CorrectionRecord, ModelCallRecord, RepairRecord, RunReport, StopReason, UsageTotals,
+    CorrectionRecord, ModelCallRecord, RepairRecord, RunReport, StopReason, TraceEvent, UsageTotals,
 };
-use corrigible::{Protocol, Stage};
+use corrigible::{Message, MessageKind, Protocol, Role, Stage, ToolCall};
 
 /// What the client got, in a line: the text, or the calls.
 fn summary(message: &ReplyMessage) -> String {
@@ -127,4 +129,116 @@ pub fn rows(instance: &str, created_at: i64, report: RunReport) -> (NewRun, RunE
         owner: instance.to_string(),
     };
     (run, RunEnd::Finished(Box::new(report)))
+}
+
+/// The trace of a request as the agent's runs have one, so the dashboard shows it alike: each
+/// upstream call with the messages it was sent (as a delta on the previous call's), the
+/// replies sent back with their category, the local repairs, the checks, and the end.
+pub fn events(report: &RunReport, exchange: &Exchange) -> Vec<TraceEvent> {
+    let mut events = vec![TraceEvent::RunStarted {
+        run_id: report.run_id.clone(),
+        prompt: report.prompt.clone(),
+        model: report.model.clone(),
+        protocol: Protocol::Native,
+        protocol_reason: None,
+    }];
+    let asked = exchange.calls.first().map_or(0, |c| c.sent.len());
+    let mut seen: Vec<Message> = Vec::new();
+    for (i, (call, record)) in exchange.calls.iter().zip(&report.model_calls).enumerate() {
+        let sent: Vec<Message> = call
+            .sent
+            .iter()
+            .enumerate()
+            .map(|(at, m)| message(m, at >= asked))
+            .collect();
+        let kept = seen.iter().zip(&sent).take_while(|(a, b)| a == b).count();
+        events.push(TraceEvent::Messages {
+            kept,
+            added: sent[kept..].to_vec(),
+        });
+        seen = sent;
+        events.push(TraceEvent::ModelCall {
+            record: record.clone(),
+        });
+        if let Some(correction) = report.corrections.get(i) {
+            events.push(TraceEvent::Rejection {
+                index: i,
+                record: correction.clone(),
+            });
+        }
+    }
+    for (index, correction) in report.corrections.iter().enumerate() {
+        if correction.corrected {
+            events.push(TraceEvent::Corrected { index });
+        }
+    }
+    events.extend(report.repairs.iter().map(|record| TraceEvent::Repair {
+        record: record.clone(),
+    }));
+    events.extend(
+        report
+            .verifications
+            .iter()
+            .map(|record| TraceEvent::Verification {
+                record: record.clone(),
+            }),
+    );
+    events.push(TraceEvent::RunFinished {
+        satisfied: report.satisfied,
+        stop_reason: report.stop_reason,
+        final_summary: report.final_summary.clone(),
+        usage: report.usage,
+    });
+    events
+}
+
+/// A Chat Completions message as the trace keeps one; `sent_back` marks what the gateway
+/// added after the client's messages (the replies it refused, and its feedback).
+fn message(value: &Value, sent_back: bool) -> Message {
+    let role = value.get("role").and_then(Value::as_str).unwrap_or("user");
+    let content = match value.get("content") {
+        None | Some(Value::Null) => String::new(),
+        content => text_of(content),
+    };
+    let (role, kind) = match role {
+        "system" | "developer" => (Role::System, MessageKind::System),
+        "assistant" => (Role::Assistant, MessageKind::Reply),
+        "tool" if sent_back => (Role::Tool, MessageKind::Feedback),
+        "tool" => (Role::Tool, MessageKind::ToolResult),
+        _ if sent_back => (Role::User, MessageKind::Feedback),
+        _ => (Role::User, MessageKind::Request),
+    };
+    let tool_calls = value
+        .get("tool_calls")
+        .and_then(Value::as_array)
+        .map(|calls| {
+            calls
+                .iter()
+                .map(|call| ToolCall {
+                    id: call["id"].as_str().unwrap_or_default().to_string(),
+                    name: call["function"]["name"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                    arguments: call["function"]["arguments"]
+                        .as_str()
+                        .unwrap_or_default()
+                        .to_string(),
+                })
+                .collect()
+        })
+        .unwrap_or_default();
+    Message {
+        role,
+        content,
+        tool_calls,
+        tool_call_id: value
+            .get("tool_call_id")
+            .and_then(Value::as_str)
+            .map(str::to_string),
+        tool_name: None,
+        is_error: false,
+        kind,
+        reasoning: None,
+    }
 }

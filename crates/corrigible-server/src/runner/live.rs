@@ -58,6 +58,11 @@ impl LiveRun {
         }
     }
 
+    /// A run that no one follows live: one stored whole once it has ended.
+    pub(crate) fn detached() -> Arc<Self> {
+        Arc::new(Self::new())
+    }
+
     fn lock(&self) -> MutexGuard<'_, Inner> {
         self.inner.lock().unwrap_or_else(|p| p.into_inner())
     }

@@ -13,7 +13,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, RwLock};
 use std::time::Duration;
 
-use corrigible::{Agent, Model, RunError, RunOptions, RunReport};
+use corrigible::{Agent, Model, RunError, RunOptions, RunReport, TraceEvent};
 use tokio::sync::oneshot;
 use tokio::task::JoinHandle;
 use tracing::Instrument;
@@ -24,13 +24,13 @@ use self::gate::GatedModel;
 use self::inflight::InFlight;
 use self::live::{LiveRun, LiveRuns};
 use self::sink::ServerSink;
-use self::writer::StoreWriter;
+use self::writer::{QueuedEvent, StoreWriter};
 use crate::errors::{ApiError, BadGateway, BadRequest, InternalError, ServiceUnavailable};
 use crate::metrics::{Metrics, RunOutcome};
 use crate::models::{LimitedModel, ModelFactory};
 use crate::request::{RunPlan, protocol_name};
 use crate::scheduler::CallScheduler;
-use crate::store::{NewRun, RunEnd, RunStore, now_ms};
+use crate::store::{NewRun, RunEnd, RunStore, StoredEvent, now_ms};
 
 /// A run that has started.
 pub(crate) struct Started {
@@ -105,10 +105,33 @@ impl Runner {
     }
 
     /// Stores a run that ended before it was stored (a gateway request), through the same
-    /// batching writer as the runs: its start, then its end.
-    pub(crate) async fn store_finished(&self, run: NewRun, end: RunEnd) -> Result<(), String> {
+    /// batching writer as the runs: its start, its trace events, then its end. It waits while
+    /// the writer's queue is full, as a run does before its next model call.
+    pub(crate) async fn store_finished(
+        &self,
+        run: NewRun,
+        events: Vec<TraceEvent>,
+        end: RunEnd,
+    ) -> Result<(), String> {
         let run_id = run.id.clone();
+        self.writer.room().await;
         self.writer.insert(run).await.map_err(|e| e.to_string())?;
+        let live = LiveRun::detached();
+        for (n, event) in events.iter().enumerate() {
+            let data = serde_json::to_string(event).map_err(|e| e.to_string())?;
+            let kind = sink::event_kind(event);
+            self.writer.event(QueuedEvent {
+                stored: StoredEvent {
+                    run_id: run_id.clone(),
+                    seq: n as u64 + 1,
+                    kind: kind.to_string(),
+                    at: now_ms(),
+                    data,
+                },
+                kind,
+                live: live.clone(),
+            });
+        }
         self.writer.end(&run_id, end).await
     }
 
