@@ -55,7 +55,7 @@ async fn a_runs_events_survive_a_restart() {
         .map(|e| &e.data["record"]["category"])
         .collect();
     assert_eq!(rejections, [&json!("invalid_json"), &json!("unknown_tool")]);
-    assert_eq!(events.len(), 14);
+    assert_eq!(events.len(), 18, "with a messages event before each model call");
     second.stop().await;
 }
 
@@ -133,7 +133,10 @@ fn a_server_crash_mid_run_leaves_an_interrupted_run_with_its_events() {
         )
         .await;
         let kinds: Vec<&str> = events.iter().map(|e| e.event.as_str()).collect();
-        assert_eq!(kinds, ["run_started", "model_call", "decision", "end"]);
+        assert_eq!(
+            kinds,
+            ["run_started", "messages", "model_call", "decision", "end"]
+        );
         assert_eq!(
             events.last().unwrap().data,
             json!({"status": "interrupted"})
