@@ -55,7 +55,11 @@ async fn a_runs_events_survive_a_restart() {
         .map(|e| &e.data["record"]["category"])
         .collect();
     assert_eq!(rejections, [&json!("invalid_json"), &json!("unknown_tool")]);
-    assert_eq!(events.len(), 18, "with a messages event before each model call");
+    assert_eq!(
+        events.len(),
+        18,
+        "with a messages event before each model call"
+    );
     second.stop().await;
 }
 
