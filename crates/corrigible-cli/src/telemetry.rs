@@ -147,22 +147,31 @@ fn resource(file: &TelemetryConfig) -> Resource {
     resource.build()
 }
 
+/// The exporter `builder` builds for `endpoint` (its own from the environment when `None`);
+/// none, with a warning naming `what`, when it cannot be built.
+fn exporter<B: WithExportConfig, E, Error: std::fmt::Display>(
+    mut builder: B,
+    endpoint: Option<String>,
+    what: &str,
+    build: impl FnOnce(B) -> Result<E, Error>,
+) -> Option<E> {
+    if let Some(url) = &endpoint {
+        builder = builder.with_endpoint(url.clone());
+    }
+    build(builder)
+        .map_err(|error| {
+            let shown = endpoint.as_deref().unwrap_or("the configured endpoint");
+            eprintln!("warning: no OpenTelemetry {what} export to {shown}: {error}");
+        })
+        .ok()
+}
+
 /// A batch span exporter to the configured endpoint (the exporter reads the headers and
 /// timeout from the standard variables; the SDK reads the sampler and resource).
 fn provider(file: &TelemetryConfig) -> Option<SdkTracerProvider> {
     let endpoint = endpoint(file, Signal::Traces)?;
-    let mut builder = SpanExporter::builder().with_http();
-    if let Some(url) = &endpoint {
-        builder = builder.with_endpoint(url.clone());
-    }
-    let exporter = match builder.build() {
-        Ok(exporter) => exporter,
-        Err(error) => {
-            let shown = endpoint.as_deref().unwrap_or("the configured endpoint");
-            eprintln!("warning: no OpenTelemetry export to {shown}: {error}");
-            return None;
-        }
-    };
+    let builder = SpanExporter::builder().with_http();
+    let exporter = exporter(builder, endpoint, "span", |b| b.build())?;
     Some(
         SdkTracerProvider::builder()
             .with_batch_exporter(exporter)
@@ -175,18 +184,8 @@ fn provider(file: &TelemetryConfig) -> Option<SdkTracerProvider> {
 /// (60 s unless set).
 fn meters(file: &TelemetryConfig) -> Option<SdkMeterProvider> {
     let endpoint = endpoint(file, Signal::Metrics)?;
-    let mut builder = MetricExporter::builder().with_http();
-    if let Some(url) = &endpoint {
-        builder = builder.with_endpoint(url.clone());
-    }
-    let exporter = match builder.build() {
-        Ok(exporter) => exporter,
-        Err(error) => {
-            let shown = endpoint.as_deref().unwrap_or("the configured endpoint");
-            eprintln!("warning: no OpenTelemetry metrics export to {shown}: {error}");
-            return None;
-        }
-    };
+    let builder = MetricExporter::builder().with_http();
+    let exporter = exporter(builder, endpoint, "metrics", |b| b.build())?;
     Some(
         SdkMeterProvider::builder()
             .with_reader(PeriodicReader::builder(exporter).build())

@@ -100,8 +100,8 @@ async fn call(
     body: &Map<String, Value>,
     round: usize,
 ) -> Result<Answered, UpstreamError> {
-    let requested = body.get("model").and_then(Value::as_str);
-    let span = spans::chat(&endpoint.answering(requested), &format!("round_{round}"));
+    let answering = endpoint.answering(body.get("model").and_then(Value::as_str));
+    let span = spans::chat(&answering, &format!("round_{round}"));
     let answer = endpoint.complete(body).instrument(span.clone()).await;
     match &answer {
         Ok(answer) => {
@@ -110,7 +110,6 @@ async fn call(
                 input_tokens: completion.usage.prompt_tokens,
                 output_tokens: completion.usage.completion_tokens,
             };
-            let answering = endpoint.answering(requested);
             let model = completion
                 .raw
                 .get("model")

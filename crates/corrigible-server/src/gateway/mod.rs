@@ -185,13 +185,7 @@ async fn answer(state: AppState, headers: HeaderMap, body: Body) -> Result<Respo
         }
     };
     let exchange = routed.exchange;
-    for call in &exchange.calls {
-        state.metrics.gateway_call(
-            call.latency_ms,
-            call.usage.prompt_tokens,
-            call.usage.completion_tokens,
-        );
-    }
+    observe_calls(&state, &exchange);
     let corrections: Vec<&'static str> = exchange.corrections.iter().map(|c| c.as_str()).collect();
     let repairs: Vec<String> = match &exchange.outcome {
         Outcome::Passed(passed) => passed
@@ -276,6 +270,17 @@ async fn answer(state: AppState, headers: HeaderMap, body: Body) -> Result<Respo
     Ok(response)
 }
 
+/// Each upstream call of `exchange` as a GenAI `chat` operation on the metrics.
+fn observe_calls(state: &AppState, exchange: &correct::Exchange) {
+    for call in &exchange.calls {
+        state.metrics.gateway_call(
+            call.latency_ms,
+            call.usage.prompt_tokens,
+            call.usage.completion_tokens,
+        );
+    }
+}
+
 /// Passes a streamed plain-text reply on as it comes (see [`passthrough`]), holding the
 /// request's slot until the stream ends, and stores the run once the upstream has finished.
 async fn stream_through(
@@ -310,13 +315,7 @@ async fn stream_through(
         };
         spans::completed(&call, &answering, usage, "stop", retries);
         let exchange = tap.exchange(sent, &name, started, retries);
-        for call in &exchange.calls {
-            recorder.metrics.gateway_call(
-                call.latency_ms,
-                call.usage.prompt_tokens,
-                call.usage.completion_tokens,
-            );
-        }
+        observe_calls(&recorder, &exchange);
         let elapsed = started.elapsed().as_secs_f64() * 1000.0;
         let report = record::report(&run_id, prompt, &name, &exchange, elapsed);
         let events = record::events(&report, &exchange);

@@ -151,12 +151,7 @@ pub fn events(report: &RunReport, exchange: &Exchange) -> Vec<TraceEvent> {
             .enumerate()
             .map(|(at, m)| message(m, at >= asked))
             .collect();
-        let kept = seen.iter().zip(&sent).take_while(|(a, b)| a == b).count();
-        events.push(TraceEvent::Messages {
-            kept,
-            added: sent[kept..].to_vec(),
-        });
-        seen = sent;
+        events.push(TraceEvent::messages_after(&mut seen, &sent));
         events.push(TraceEvent::ModelCall {
             record: record.clone(),
         });

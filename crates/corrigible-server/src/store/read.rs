@@ -73,11 +73,14 @@ where
         before: Option<&str>,
         filter: &RunFilter,
     ) -> Result<Vec<RunSummary>, StoreError> {
-        let with_category = format!(
-            "EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.id \
-             AND events.kind = 'rejection' AND {} = ?)",
-            DB::CATEGORY
-        );
+        let with_category = filter.category.map(|category| {
+            let condition = format!(
+                "EXISTS (SELECT 1 FROM events WHERE events.run_id = runs.id \
+                 AND events.kind = 'rejection' AND {} = ?)",
+                DB::CATEGORY
+            );
+            (condition, category.as_str())
+        });
         let mut texts: Vec<(&str, &str)> = Vec::new();
         let mut numbers: Vec<(&str, i64)> = Vec::new();
         if let Some(before) = before {
@@ -89,8 +92,8 @@ where
         if let Some(reason) = &filter.stop_reason {
             texts.push(("stop_reason = ?", reason));
         }
-        if let Some(category) = filter.category {
-            texts.push((&with_category, category.as_str()));
+        if let Some((condition, category)) = &with_category {
+            texts.push((condition, category));
         }
         if let Some(model) = &filter.model {
             texts.push(("model = ?", model));

@@ -98,6 +98,24 @@ pub enum TraceEvent {
     },
 }
 
+impl TraceEvent {
+    /// The `Messages` event of a call sent `messages` after a call sent `seen`, which becomes
+    /// `messages`: what opens both unchanged is kept, the rest added.
+    pub fn messages_after(seen: &mut Vec<Message>, messages: &[Message]) -> Self {
+        let kept = seen
+            .iter()
+            .zip(messages)
+            .take_while(|(seen, now)| seen == now)
+            .count();
+        seen.truncate(kept);
+        seen.extend_from_slice(&messages[kept..]);
+        TraceEvent::Messages {
+            kept,
+            added: messages[kept..].to_vec(),
+        }
+    }
+}
+
 /// Receives trace events as they happen (a store, a live stream, a transcript file).
 pub trait TraceSink: Send + Sync {
     /// Called for every event, in order.

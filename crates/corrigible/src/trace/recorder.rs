@@ -147,18 +147,8 @@ impl Recorder {
     /// Emits the messages of a model call as a delta on the previous call's, so a trace holds
     /// each message once however long the conversation grows.
     fn messages(&mut self, messages: &[Message]) {
-        let kept = self
-            .seen
-            .iter()
-            .zip(messages)
-            .take_while(|(seen, now)| seen == now)
-            .count();
-        self.seen.truncate(kept);
-        self.seen.extend_from_slice(&messages[kept..]);
-        self.sink.event(&TraceEvent::Messages {
-            kept,
-            added: messages[kept..].to_vec(),
-        });
+        let event = TraceEvent::messages_after(&mut self.seen, messages);
+        self.sink.event(&event);
     }
 
     /// Records a model call that failed at transport level.
