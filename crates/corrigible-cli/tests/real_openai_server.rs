@@ -222,6 +222,7 @@ fn calculator() -> ToolSpec {
             "additionalProperties": false
         }),
         grounded: Vec::new(),
+        computes: false,
     }
 }
 

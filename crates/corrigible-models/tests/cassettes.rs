@@ -77,6 +77,7 @@ fn tool_specs(api: Api, body: &Value) -> Vec<ToolSpec> {
         description: description.as_str().unwrap_or_default().to_string(),
         parameters: parameters.clone(),
         grounded: Vec::new(),
+        computes: false,
     };
     let list = |v: &Value| v.as_array().cloned().unwrap_or_default();
     match api {

@@ -211,6 +211,7 @@ mod tests {
             description: format!("Does {name}. More detail here."),
             parameters: json!({"type": "object", "properties": {"x": {"type": "string", "description": "long words"}}}),
             grounded: Vec::new(),
+            computes: false,
         }
     }
 

@@ -48,6 +48,9 @@ pub struct ToolSpec {
     /// Arguments whose values must come from the request or a tool result.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub grounded: Vec<GroundedArgument>,
+    /// Whether its result is computed from its input alone (see [`crate::Tool::computes`]).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub computes: bool,
 }
 
 /// Tokens spent by one or more model calls.

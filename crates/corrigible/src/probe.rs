@@ -97,6 +97,7 @@ pub async fn probe_tool_calling(model: &dyn Model) -> Result<ProbeFinding, Model
                 "additionalProperties": false
             }),
             grounded: Vec::new(),
+            computes: false,
         }],
         protocol: Protocol::Native,
         correction: None,

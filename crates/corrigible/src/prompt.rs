@@ -158,6 +158,7 @@ mod tests {
             description: "Evaluates arithmetic.".into(),
             parameters: json!({"type": "object"}),
             grounded: Vec::new(),
+            computes: false,
         }];
         let text = SystemPrompt::default()
             .render(Protocol::Json, &tools, None)

@@ -176,6 +176,7 @@ mod tests {
                 "required": ["expression"]
             }),
             grounded: Vec::new(),
+            computes: false,
         }
     }
 

@@ -51,6 +51,7 @@ pub fn tools() -> Vec<ToolSpec> {
                 "required": ["expression"]
             }),
             grounded: Vec::new(),
+            computes: true,
         },
         ToolSpec {
             name: "time".into(),
@@ -61,6 +62,7 @@ pub fn tools() -> Vec<ToolSpec> {
                 "required": ["timezone"]
             }),
             grounded: Vec::new(),
+            computes: false,
         },
         ToolSpec {
             name: "weather".into(),
@@ -74,6 +76,7 @@ pub fn tools() -> Vec<ToolSpec> {
                 "required": ["city"]
             }),
             grounded: Vec::new(),
+            computes: false,
         },
     ]
 }

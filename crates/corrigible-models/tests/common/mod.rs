@@ -159,6 +159,7 @@ pub fn weather_spec() -> ToolSpec {
             "additionalProperties": false
         }),
         grounded: Vec::new(),
+        computes: false,
     }
 }
 

@@ -34,6 +34,7 @@ fn tools(body: &Map<String, Value>) -> Vec<ToolSpec> {
                     .cloned()
                     .unwrap_or_else(|| json!({"type": "object"})),
                 grounded: Vec::new(),
+                computes: false,
             })
         })
         .collect()

@@ -44,6 +44,10 @@ impl TypedTool for Calculator {
         true
     }
 
+    fn computes(&self) -> bool {
+        true
+    }
+
     fn description(&self) -> &str {
         "Evaluates an arithmetic expression and returns the number. Supports + - * / ^ \
          (power), % (remainder between two numbers; 15% is 0.15, 15% of 40 is 6, 40 - 15% is 34), \

@@ -216,6 +216,7 @@ pub fn final_answer_spec() -> ToolSpec {
             "additionalProperties": false
         }),
         grounded: Vec::new(),
+        computes: false,
     }
 }
 
@@ -231,6 +232,7 @@ mod tests {
                 description: String::new(),
                 parameters: json!({"type": "object", "properties": {"x": {"type": "number"}}}),
                 grounded: Vec::new(),
+                computes: false,
             })
             .collect()
     }
@@ -317,12 +319,14 @@ mod tests {
                 description: String::new(),
                 parameters: string.clone(),
                 grounded: vec![crate::GroundedArgument::numbers("s")],
+                computes: false,
             },
             ToolSpec {
                 name: "city".into(),
                 description: String::new(),
                 parameters: string,
                 grounded: vec![crate::GroundedArgument::copied("s")],
+                computes: false,
             },
         ]
     }

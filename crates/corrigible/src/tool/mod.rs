@@ -60,6 +60,14 @@ pub trait Tool: Send + Sync {
         false
     }
 
+    /// Whether its result is computed from its input alone, as a calculator's is: it reads
+    /// nothing outside the run and changes nothing. A model that reaches for such a tool
+    /// first is reasoning, and the embedded model may think before it decides (see
+    /// `docs/thinking.md`); by default a tool does not merely compute.
+    fn computes(&self) -> bool {
+        false
+    }
+
     /// Whether calling it again with the same input in one run can return something new (a
     /// job's status, a queue's next item). Otherwise an identical call after a success is
     /// rejected as `repeated_action`: its result is already in the conversation.
@@ -99,6 +107,10 @@ impl<T: Tool + ?Sized> Tool for std::sync::Arc<T> {
 
     fn read_only(&self) -> bool {
         (**self).read_only()
+    }
+
+    fn computes(&self) -> bool {
+        (**self).computes()
     }
 
     async fn call(&self, input: Value, ctx: &ToolContext) -> ToolOutcome {

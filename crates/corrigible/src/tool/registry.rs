@@ -63,6 +63,7 @@ impl ToolRegistry {
             description: tool.description().to_string(),
             parameters,
             grounded: tool.grounded_arguments(),
+            computes: tool.computes(),
         };
         self.entries.push(Arc::new(Entry {
             tool,

@@ -33,6 +33,11 @@ pub trait TypedTool: Send + Sync + 'static {
         false
     }
 
+    /// Whether its result is computed from its input alone (see [`Tool::computes`]).
+    fn computes(&self) -> bool {
+        false
+    }
+
     /// Whether the same call can return something new later in one run (see
     /// [`Tool::repeatable`]).
     fn repeatable(&self) -> bool {
@@ -75,6 +80,10 @@ impl<T: TypedTool> Tool for Typed<T> {
 
     fn read_only(&self) -> bool {
         self.0.read_only()
+    }
+
+    fn computes(&self) -> bool {
+        self.0.computes()
     }
 
     fn grounded_arguments(&self) -> Vec<GroundedArgument> {

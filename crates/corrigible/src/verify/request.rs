@@ -73,6 +73,7 @@ pub fn report_spec() -> ToolSpec {
         description: "Report the answer's values beside the evidence that gives them.".into(),
         parameters: report_schema(),
         grounded: Vec::new(),
+        computes: false,
     }
 }
 
