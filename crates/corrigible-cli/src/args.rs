@@ -86,8 +86,14 @@ pub struct ModelArgs {
     /// model decodes greedily and takes none.
     #[arg(long)]
     pub temperature: Option<f32>,
-    /// Tokens of free thought the embedded model may write before each decision (default 0:
-    /// it decides at once; 448 suits word problems).
+    /// When the embedded model thinks before it decides: `auto` (default: when its first
+    /// decision reaches for the calculator, it first reasons on the request step by step),
+    /// `always` (before every decision) or `off`.
+    #[arg(long, value_name = "auto|always|off")]
+    pub think: Option<String>,
+    /// The most tokens of one thought of the embedded model (default 448). Given without
+    /// `--think`, N > 0 thinks before every decision and 0 never thinks. A provider's model
+    /// is asked for a thinking budget of N.
     #[arg(long)]
     pub think_tokens: Option<usize>,
     /// Leave the embedded model's thought as written: by default each calculation it states

@@ -169,9 +169,7 @@ async fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, S
             .collect::<anyhow::Result<Vec<_>>>()?;
         let path = setup::local_path(args.model_path.as_deref(), arg.as_deref())?;
         let mut config = LocalConfig::new(path);
-        if let Some(n) = args.think_tokens {
-            config.think_tokens = n;
-        }
+        setup::thinking(&mut config, args)?;
         config.thought_calculator = !args.no_thought_calculator;
         config.prefix_cache =
             (!args.no_prefix_cache).then(corrigible_local::default_prefix_cache_dir);

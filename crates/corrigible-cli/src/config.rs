@@ -33,8 +33,10 @@ pub struct FileConfig {
     /// Sampling temperature sent to a provider's model, as `--temperature`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub temperature: Option<f32>,
-    /// Tokens of thought the embedded model may write before each decision, as
-    /// `--think-tokens`.
+    /// When the embedded model thinks, as `--think`: `auto`, `always` or `off`.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub think: Option<String>,
+    /// The most tokens of one thought, as `--think-tokens`.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub think_tokens: Option<usize>,
     /// Whether the embedded model's thought calculator rewrites wrong values (default true);
@@ -368,7 +370,17 @@ impl FileConfig {
             .as_deref()
             .is_some_and(|m| matches!(m.parse(), Ok(corrigible_models::ModelSpec::Local { .. })));
         if embedded {
-            effective.think_tokens.get_or_insert(0);
+            if effective.think.is_none() {
+                let think = match effective.think_tokens {
+                    Some(0) => corrigible_local::Think::Off,
+                    Some(_) => corrigible_local::Think::Always,
+                    None => corrigible_local::Think::default(),
+                };
+                effective.think = Some(think.to_string());
+            }
+            effective
+                .think_tokens
+                .get_or_insert(corrigible_local::DEFAULT_THINK_TOKENS);
             effective.thought_calculator.get_or_insert(true);
             effective.prefix_cache.get_or_insert(true);
         }
@@ -419,6 +431,7 @@ mod tests {
             r#"
             model = "replay:x.jsonl"
             grounding = "failures"
+            think = "always"
             think_tokens = 64
             thought_calculator = false
             prefix_cache = false
@@ -448,6 +461,7 @@ mod tests {
         let policy = config.policy().unwrap();
         assert_eq!(policy.limits.max_actions, 4);
         assert!(!policy.checks.unstated_result && !policy.checks.uncovered_request);
+        assert_eq!(config.think.as_deref(), Some("always"));
         assert_eq!(config.think_tokens, Some(64));
         assert_eq!(config.thought_calculator, Some(false));
         assert_eq!(config.prefix_cache, Some(false));

@@ -10,7 +10,7 @@ use corrigible::{
     Model, ModelError, Policy, Protocol, ProtocolReason, ToolRegistry, WorkedExample,
     probe_tool_calling,
 };
-use corrigible_local::{Constrain, LocalConfig, LocalModel};
+use corrigible_local::{Constrain, LocalConfig, LocalModel, Think};
 use corrigible_models::{ModelSpec, Provider, ProviderOptions};
 use corrigible_tools::{BuiltinConfig, WeatherConfig, builtin_registry};
 
@@ -66,6 +66,9 @@ pub fn merge(model: &mut ModelArgs, tools: &mut ToolArgs, file: &FileConfig) {
     if model.base_url.is_none() {
         model.base_url = file.base_url.clone();
     }
+    if model.think.is_none() && model.think_tokens.is_none() {
+        model.think = file.think.clone();
+    }
     if model.think_tokens.is_none() {
         model.think_tokens = file.think_tokens;
     }
@@ -81,6 +84,21 @@ pub fn merge(model: &mut ModelArgs, tools: &mut ToolArgs, file: &FileConfig) {
     if tools.tools.is_none() {
         tools.tools = file.tools.clone();
     }
+}
+
+/// The embedded model's thinking from `--think` and `--think-tokens`: a bound given without a
+/// mode thinks before every decision (N > 0) or never (0), as it always has.
+pub fn thinking(config: &mut LocalConfig, args: &ModelArgs) -> anyhow::Result<()> {
+    if let Some(n) = args.think_tokens {
+        config.think_tokens = n;
+    }
+    config.think = match (args.think.as_deref(), args.think_tokens) {
+        (Some(mode), _) => mode.parse().map_err(|e| anyhow!("--think: {e}"))?,
+        (None, Some(0)) => Think::Off,
+        (None, Some(_)) => Think::Always,
+        (None, None) => config.think,
+    };
+    Ok(())
 }
 
 /// The embedded model's file: `--model-path`, else `local:ARG` (a known name or a file), else
@@ -147,9 +165,7 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
                 .unwrap_or("schema")
                 .parse::<Constrain>()
                 .map_err(|e| anyhow!("--constrain: {e}"))?;
-            if let Some(n) = args.think_tokens {
-                config.think_tokens = n;
-            }
+            thinking(&mut config, args)?;
             config.thought_calculator = !args.no_thought_calculator;
             config.prefix_cache =
                 (!args.no_prefix_cache).then(corrigible_local::default_prefix_cache_dir);
@@ -162,6 +178,12 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
             model
         }
         other => {
+            if args.think.is_some() {
+                eprintln!(
+                    "note: --think applies to the embedded model only (a provider's model \
+                     reasons on its own; --think-tokens asks it for a budget); ignored"
+                );
+            }
             let options = ProviderOptions {
                 base_url: args.base_url.clone(),
                 api_key: args

@@ -42,6 +42,7 @@ pub async fn verifier(
             constrain: run_model.constrain.clone(),
             model_path: None,
             temperature: None,
+            think: None,
             think_tokens: None,
             no_thought_calculator: run_model.no_thought_calculator,
             no_prefix_cache: run_model.no_prefix_cache,

@@ -701,7 +701,8 @@ fn config_show_fills_in_what_a_run_would_use() {
         "# configuration file: none, the defaults",
         "model = \"local\"",
         "profile = \"precise\"",
-        "think_tokens = 0",
+        "think = \"off\"",
+        "think_tokens = 448",
         "max_actions = 8",
     ] {
         assert!(shown.contains(line), "no {line:?} in:\n{shown}");
@@ -721,7 +722,10 @@ fn config_show_fills_in_what_a_run_would_use() {
     );
     assert!(shown.contains("model = \"openai:gpt-4o-mini\""), "{shown}");
     assert!(shown.contains("profile = \"precise\""), "{shown}");
-    assert!(!shown.contains("think_tokens"), "{shown}");
+    assert!(
+        !shown.contains("think_tokens") && !shown.contains("think ="),
+        "{shown}"
+    );
     assert!(!shown.contains("\"calculator\""), "{shown}");
 }
 
@@ -746,6 +750,23 @@ fn errors_are_caught_before_any_request_and_said_once() {
     let err = String::from_utf8_lossy(&out.stderr);
     assert_eq!(err.matches("No such file or directory").count(), 1, "{err}");
     assert!(err.contains("/definitely/not/here.jsonl"), "{err}");
+
+    let out = corrigible(&[
+        "run",
+        "--model",
+        "local",
+        "--model-path",
+        file!(),
+        "--think",
+        "sometimes",
+        "hi",
+    ]);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("--think:") && err.contains("unknown thinking mode `sometimes`"),
+        "{err}"
+    );
 }
 
 #[test]

@@ -6,6 +6,7 @@ use std::str::FromStr;
 use corrigible_llama::Weights;
 
 use crate::error::LocalError;
+use crate::think::Think;
 
 /// How strictly the decoder is held to the decision's JSON Schema.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
@@ -73,7 +74,9 @@ pub struct LocalConfig {
     /// Seeded samples a correction round tries after a reply that repeats the rejected one,
     /// before its fallback rule and its last resort (see [`crate::MAX_RESAMPLES`]).
     pub correction_samples: u32,
-    /// The most tokens of free thought decoded before each decision (0: decide at once).
+    /// When the model thinks before a decision.
+    pub think: Think,
+    /// The most tokens of one thought (0: decide at once, whatever [`Self::think`] says).
     pub think_tokens: usize,
     /// Whether each calculation a thought states (`20 + 80 = 110`) is checked as its line is
     /// written, and a value that does not hold replaced by the right one before the model
@@ -99,6 +102,7 @@ impl LocalConfig {
             threads: None,
             weights: Weights::Requantize,
             correction_samples: crate::correction::MAX_RESAMPLES,
+            think: Think::default(),
             think_tokens: crate::thought::DEFAULT_THINK_TOKENS,
             thought_calculator: true,
             prefix_cache: None,

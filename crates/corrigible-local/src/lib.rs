@@ -26,6 +26,7 @@ mod path;
 mod prefix_store;
 mod sampler;
 mod template;
+mod think;
 mod thought;
 mod tokenizer;
 mod vocabulary;
@@ -45,5 +46,6 @@ pub use path::{
 };
 pub use prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 pub use template::{CHATML_TEMPLATE, ChatTemplate};
+pub use think::{REASON_INSTRUCTION, Think};
 pub use thought::{DEFAULT_THINK_TOKENS, SUGGESTED_THINK_TOKENS};
 pub use tokenizer::Tokenizer;

@@ -21,6 +21,7 @@ use crate::generate::{Ban, DecodeParams, Generation, GenerationEnd, Runner, comm
 use crate::prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 use crate::sampler::Sampler;
 use crate::template::ChatTemplate;
+use crate::think::{self, REASON_INSTRUCTION, Think};
 use crate::tokenizer::Tokenizer;
 use crate::vocabulary::Vocabulary;
 
@@ -40,10 +41,19 @@ pub struct LocalModel {
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 struct Bounds {
     constrain: Constrain,
+    /// When a decision is preceded by a thought.
+    think: Think,
     /// The most tokens of thought before a decision.
     think_tokens: usize,
     /// The most tokens of a decision.
     max_tokens: usize,
+}
+
+impl Bounds {
+    /// Whether this handle thinks, as `mode` does.
+    fn thinks(&self, mode: Think) -> bool {
+        self.think == mode && self.think_tokens > 0
+    }
 }
 
 struct Inner {
@@ -154,6 +164,7 @@ impl LocalModel {
         Ok(Self {
             bounds: Bounds {
                 constrain: config.constrain,
+                think: config.think,
                 think_tokens: config.think_tokens,
                 max_tokens: config.max_tokens,
             },
@@ -196,9 +207,20 @@ impl LocalModel {
     /// The same loaded weights, thinking up to `think_tokens` before each decision (0: not
     /// at all).
     pub fn with_think_tokens(&self, think_tokens: usize) -> Self {
+        let think = if think_tokens > 0 {
+            Think::Always
+        } else {
+            Think::Off
+        };
+        self.with_think(think, think_tokens)
+    }
+
+    /// The same loaded weights, thinking when `think` says, up to `think_tokens` a thought.
+    pub fn with_think(&self, think: Think, think_tokens: usize) -> Self {
         Self {
             inner: Arc::clone(&self.inner),
             bounds: Bounds {
+                think,
                 think_tokens,
                 ..self.bounds
             },
@@ -224,6 +246,11 @@ impl LocalModel {
     /// The most tokens this handle thinks before a decision.
     pub fn think_tokens(&self) -> usize {
         self.bounds.think_tokens
+    }
+
+    /// When this handle thinks before a decision.
+    pub fn think(&self) -> Think {
+        self.bounds.think
     }
 
     /// How long loading took.
@@ -385,6 +412,45 @@ impl Inner {
         Ok(thinking)
     }
 
+    /// The model's reasoning on the request `asked` alone, as the bare model reasons: after
+    /// the request and [`REASON_INSTRUCTION`], with no system prompt, tools or examples, up to
+    /// `think_tokens`. The decision is then decoded after `prompt` (the agent's conversation,
+    /// `tokens` once encoded) and that thought.
+    fn reason(
+        &self,
+        asked: &str,
+        prompt: &str,
+        tokens: Vec<u32>,
+        think_tokens: usize,
+    ) -> Result<Thinking, LocalError> {
+        let mut thinking = Thinking {
+            prompt: tokens,
+            reused: None,
+            thought: None,
+            spent: 0,
+        };
+        let alone = self
+            .template
+            .render(&[Message::request(format!("{asked}\n{REASON_INSTRUCTION}"))])?;
+        let alone = self.tokenizer.encode(&alone)?;
+        let decoded = self.decode_thought(&alone, think_tokens, self.sampler())?;
+        thinking.spent = decoded.generated;
+        let text = self.tokenizer.decode(&decoded.tokens)?;
+        let Some(reasoning) = crate::thought::reasoning(
+            &text,
+            decoded.generated,
+            decoded.truncated,
+            decoded.recalculated,
+        ) else {
+            return Ok(thinking);
+        };
+        thinking.prompt = self
+            .tokenizer
+            .encode(&format!("{prompt}{}\n", reasoning.text))?;
+        thinking.thought = Some(reasoning);
+        Ok(thinking)
+    }
+
     /// One thought decoded with `sampler`: its tokens, whether it hit `think_tokens`, and the
     /// prompt tokens reused from the cache. With the thought calculator on, each line is read
     /// as it is completed, and the first calculation whose value does not hold is rewritten
@@ -498,44 +564,55 @@ impl Inner {
                 "the embedded model has no native tool calling: use --protocol json".into(),
             ));
         }
-        let messages = if bounds.think_tokens > 0 {
-            crate::thought::fold(&request.messages)
-        } else {
+        let messages = if bounds.think == Think::Off || bounds.think_tokens == 0 {
             request.messages.clone()
+        } else {
+            crate::thought::fold(&request.messages, bounds.think == Think::Always)
         };
         let prompt = self.template.render(&messages)?;
         let prompt_tokens = self.tokenizer.encode(&prompt)?;
         let input_tokens = prompt_tokens.len();
         let warmed = self.warm(&messages, &prompt_tokens)?;
+        let reasons_first = bounds
+            .thinks(Think::Auto)
+            .then(|| think::first_request(request))
+            .flatten()
+            .map(|asked| (asked, prompt_tokens.clone()));
+        let think_tokens = if bounds.thinks(Think::Always) {
+            bounds.think_tokens
+        } else {
+            0
+        };
         let Thinking {
             prompt: tokens,
-            reused,
-            thought,
-            spent,
+            mut reused,
+            mut thought,
+            mut spent,
         } = self.think(
             &prompt,
             prompt_tokens,
-            bounds.think_tokens,
+            think_tokens,
             rejected_thought(request),
         )?;
-        let caps = StringCaps::fitting(bounds.max_tokens);
         let mut reply = match &request.correction {
-            None => {
-                let tools = with_grounds(&request.tools, &request.grounds, false);
-                let schema = constraint_schema(&tools, bounds.constrain, caps);
-                let generation =
-                    self.generate_tokens(&tokens, schema.as_ref(), bounds.max_tokens)?;
-                let text = self.tokenizer.decode(&generation.tokens)?;
-                reply(
-                    text,
-                    &tokens,
-                    &generation,
-                    generation.tokens.len(),
-                    self.config.decoding_label(bounds.constrain),
-                )
-            }
+            None => self.decide(request, &tokens, bounds, false)?,
             Some(correction) => self.correct(request, correction, &tokens, bounds)?,
         };
+        if let Some((asked, tokens)) = reasons_first
+            && let Some(reach) = think::reach(request, asked, reply.text.as_deref().unwrap_or(""))
+        {
+            let reasoned = self.reason(asked, &prompt, tokens, bounds.think_tokens)?;
+            spent += reasoned.spent;
+            if reasoned.thought.is_some() {
+                let set_aside = reply.usage.output_tokens;
+                let computing = reach == think::Reach::Computation;
+                reply = self.decide(request, &reasoned.prompt, bounds, computing)?;
+                reply.usage.output_tokens += set_aside;
+                reply.decoding = reply.decoding.map(|d| format!("{d} reasoned_first"));
+                reused = None;
+                thought = reasoned.thought;
+            }
+        }
         reply.usage.input_tokens = input_tokens as u64;
         if let Some(reused) = reused {
             reply.prompt_tokens_reused = Some(reused as u64);
@@ -546,6 +623,34 @@ impl Inner {
         reply.usage.output_tokens += spent as u64;
         reply.reasoning = thought;
         Ok(reply)
+    }
+
+    /// A decision decoded after `tokens` under the request's schema; with `computing`, held
+    /// to a call of a tool that only computes.
+    fn decide(
+        &self,
+        request: &ModelRequest,
+        tokens: &[u32],
+        bounds: Bounds,
+        computing: bool,
+    ) -> Result<ModelReply, LocalError> {
+        let caps = StringCaps::fitting(bounds.max_tokens);
+        let tools = with_grounds(&request.tools, &request.grounds, false);
+        let schema = if computing {
+            let computing: Vec<_> = tools.into_iter().filter(|t| t.computes).collect();
+            constraint_schema(&computing, bounds.constrain, caps).map(think::calls_only)
+        } else {
+            constraint_schema(&tools, bounds.constrain, caps)
+        };
+        let generation = self.generate_tokens(tokens, schema.as_ref(), bounds.max_tokens)?;
+        let text = self.tokenizer.decode(&generation.tokens)?;
+        Ok(reply(
+            text,
+            tokens,
+            &generation,
+            generation.tokens.len(),
+            self.config.decoding_label(bounds.constrain),
+        ))
     }
 
     /// A correction round: decoded under the narrowed schema, and never a repeat of the
@@ -752,6 +857,6 @@ impl Model for LocalModel {
     }
 
     fn thinks(&self) -> bool {
-        self.bounds.think_tokens > 0
+        self.bounds.thinks(Think::Always)
     }
 }

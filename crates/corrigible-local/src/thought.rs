@@ -7,11 +7,11 @@
 //! decoded after it, so a thought cut at its bound still ends in a valid decision. The thought
 //! stays in the conversation: an assistant message's reasoning is shown before its decision.
 
-use corrigible::{Message, Reasoning, Recalculation, Role};
+use corrigible::{Message, MessageKind, Reasoning, Recalculation, Role};
 
-/// Default bound of a thought, in tokens: 0, no thought. Thinking is an opt-in until it is
-/// measured to help (see `docs/thinking.md`).
-pub const DEFAULT_THINK_TOKENS: usize = 0;
+/// Default bound of a thought, in tokens: the bare baseline's free-text budget, within which
+/// the model's step-by-step reasoning on a word problem fits (see `docs/thinking.md`).
+pub const DEFAULT_THINK_TOKENS: usize = 448;
 
 /// The bound of a thought suggested when thinking is turned on, in tokens, and the free-text
 /// budget the bench's `bare` policy adds to the decision's.
@@ -62,15 +62,23 @@ pub fn opens_decision(before: &str, token: &str) -> bool {
 }
 
 /// The conversation as a thinking model reads it: each assistant message's thought written
-/// before its decision, the way the model wrote it.
-pub fn fold(messages: &[Message]) -> Vec<Message> {
+/// before its decision, the way the model wrote it; with `examples` false, the worked
+/// examples' thoughts are left out (a model that thinks only now and then is shown examples
+/// that decide at once).
+pub fn fold(messages: &[Message], examples: bool) -> Vec<Message> {
     messages
         .iter()
         .map(|m| match &m.reasoning {
-            Some(r) if m.role == Role::Assistant && !r.text.trim().is_empty() => Message {
-                content: prefixed(&r.text, &m.content),
-                ..m.clone()
-            },
+            Some(r)
+                if m.role == Role::Assistant
+                    && !r.text.trim().is_empty()
+                    && (examples || m.kind != MessageKind::Example) =>
+            {
+                Message {
+                    content: prefixed(&r.text, &m.content),
+                    ..m.clone()
+                }
+            }
             _ => m.clone(),
         })
         .collect()
@@ -132,10 +140,29 @@ mod tests {
             Message::assistant(MessageKind::Reply, "{\"a\":1}", Vec::new())
                 .with_reasoning(Some(Reasoning::text("  "))),
         ];
-        let folded = fold(&messages);
+        let folded = fold(&messages, true);
         assert_eq!(folded[0].content, "Q");
         assert_eq!(folded[1].content, "2 + 2 is arithmetic.\n{}");
         assert_eq!(folded[2].content, "{\"a\":1}");
+    }
+
+    #[test]
+    fn an_examples_thought_is_written_only_when_asked() {
+        let example = Message::assistant(MessageKind::Example, "{}", Vec::new())
+            .with_reasoning(Some(Reasoning::text("Shown.")));
+        let own = Message::assistant(MessageKind::Reply, "{}", Vec::new())
+            .with_reasoning(Some(Reasoning::text("Mine.")));
+        let messages = [example, own];
+        let both = fold(&messages, true);
+        assert_eq!(
+            (both[0].content.as_str(), both[1].content.as_str()),
+            ("Shown.\n{}", "Mine.\n{}")
+        );
+        let own_only = fold(&messages, false);
+        assert_eq!(
+            (own_only[0].content.as_str(), own_only[1].content.as_str()),
+            ("{}", "Mine.\n{}")
+        );
     }
 
     #[test]

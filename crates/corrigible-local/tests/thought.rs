@@ -8,7 +8,7 @@ use corrigible::prompt::SystemPrompt;
 use corrigible::{
     Category, CorrectionContext, Message, MessageKind, ModelReply, ModelRequest, Protocol,
 };
-use corrigible_local::LocalModel;
+use corrigible_local::{LocalModel, Think};
 
 const PROBLEM: &str = "A baker makes 24 muffins a day and sells them for $3 each. \
                        How much does she earn in 5 days?";
@@ -33,7 +33,10 @@ fn decided(reply: &ModelReply) {
 }
 
 fn thinker(think_tokens: usize) -> Option<LocalModel> {
-    common::model_with(|c| c.think_tokens = think_tokens)
+    common::model_with(|c| {
+        c.think = Think::Always;
+        c.think_tokens = think_tokens;
+    })
 }
 
 #[test]
@@ -205,6 +208,7 @@ fn the_thought_calculator_rewrites_a_wrong_value_before_the_model_goes_on() {
     let copy = "Copy this line exactly, then answer: 17 + 25 = 43";
     let thought = |calculator: bool| {
         let m = common::model_with(|c| {
+            c.think = Think::Always;
             c.think_tokens = 40;
             c.thought_calculator = calculator;
         })?;
@@ -231,4 +235,70 @@ fn the_thought_calculator_rewrites_a_wrong_value_before_the_model_goes_on() {
         "{}",
         unchecked.text
     );
+}
+
+fn auto_thinker() -> Option<LocalModel> {
+    common::model_with(|c| {
+        c.think = Think::Auto;
+        c.think_tokens = 96;
+    })
+}
+
+#[test]
+fn auto_reasons_first_when_the_first_decision_reaches_for_the_calculator() {
+    let Some(m) = auto_thinker() else { return };
+    let request = common::request(PROBLEM, common::tools());
+    let at_once = m
+        .with_think(Think::Off, 0)
+        .complete_blocking(&request)
+        .expect("answers");
+    let first = parse_text(at_once.text.as_deref().unwrap_or(""), false).decision;
+    let Ok(corrigible::Decision::Action(call)) = first else {
+        panic!("the model no longer reaches for the calculator at once: {at_once:?}")
+    };
+    assert_eq!(call.tool, "calculator");
+    let reply = m.complete_blocking(&request).expect("answers");
+    decided(&reply);
+    let reasoning = reply.reasoning.as_ref().expect("it reasoned first");
+    assert!(reasoning.tokens.is_some_and(|t| t > 0 && t <= 96));
+    assert!(
+        reply
+            .decoding
+            .as_deref()
+            .is_some_and(|d| d.ends_with("reasoned_first")),
+        "{:?}",
+        reply.decoding
+    );
+    let Ok(corrigible::Decision::Action(after)) =
+        parse_text(reply.text.as_deref().unwrap_or(""), false).decision
+    else {
+        panic!("after reasoning, the decision is held to a calculator call: {reply:?}")
+    };
+    assert_eq!(after.tool, "calculator");
+    assert!(reply.usage.output_tokens > at_once.usage.output_tokens + 1);
+}
+
+#[test]
+fn auto_decides_at_once_when_no_tool_only_computes_or_a_result_is_in() {
+    let Some(m) = auto_thinker() else { return };
+    let at_once = m.with_think(Think::Off, 0);
+    let lookups: Vec<_> = common::tools()
+        .into_iter()
+        .filter(|t| !t.computes)
+        .collect();
+    let mut answered = common::request(PROBLEM, common::tools());
+    answered.messages.push(Message::assistant(
+        MessageKind::Reply,
+        r#"{"state":"action","reason":"earnings","tool":"calculator","tool_input":{"expression":"24 * 3 * 5"}}"#,
+        Vec::new(),
+    ));
+    answered
+        .messages
+        .push(Message::user(MessageKind::ToolResult, "360"));
+    for request in [common::request(PROBLEM, lookups), answered] {
+        let reply = m.complete_blocking(&request).expect("answers");
+        let expected = at_once.complete_blocking(&request).expect("answers");
+        assert_eq!(reply.reasoning, None);
+        assert_eq!(reply.text, expected.text);
+    }
 }
