@@ -57,8 +57,9 @@ impl FromStr for Think {
     }
 }
 
-/// What the model is asked after the request when it reasons on the request alone: the
-/// instruction of the bench's `bare` baseline, so the thought is the bare model's own.
+/// What the model is asked after the request when it reasons on the request alone: the bench
+/// `bare` baseline's instruction, asking also for each calculation with its result, which the
+/// thought calculator checks.
 pub const REASON_INSTRUCTION: &str = "Think step by step. Write each calculation with its \
                                       result, as in `7 * 12 = 84`. Then give the final answer on \
                                       a last line of the form `Answer: N`.";
