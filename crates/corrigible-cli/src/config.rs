@@ -371,11 +371,10 @@ impl FileConfig {
             .is_some_and(|m| matches!(m.parse(), Ok(corrigible_models::ModelSpec::Local { .. })));
         if embedded {
             if effective.think.is_none() {
-                let think = match effective.think_tokens {
-                    Some(0) => corrigible_local::Think::Off,
-                    Some(_) => corrigible_local::Think::Always,
-                    None => corrigible_local::Think::default(),
-                };
+                let think = effective.think_tokens.map_or_else(
+                    corrigible_local::Think::default,
+                    corrigible_local::Think::implied_by,
+                );
                 effective.think = Some(think.to_string());
             }
             effective

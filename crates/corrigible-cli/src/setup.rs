@@ -94,8 +94,7 @@ pub fn thinking(config: &mut LocalConfig, args: &ModelArgs) -> anyhow::Result<()
     }
     config.think = match (args.think.as_deref(), args.think_tokens) {
         (Some(mode), _) => mode.parse().map_err(|e| anyhow!("--think: {e}"))?,
-        (None, Some(0)) => Think::Off,
-        (None, Some(_)) => Think::Always,
+        (None, Some(n)) => Think::implied_by(n),
         (None, None) => config.think,
     };
     Ok(())

@@ -207,12 +207,7 @@ impl LocalModel {
     /// The same loaded weights, thinking up to `think_tokens` before each decision (0: not
     /// at all).
     pub fn with_think_tokens(&self, think_tokens: usize) -> Self {
-        let think = if think_tokens > 0 {
-            Think::Always
-        } else {
-            Think::Off
-        };
-        self.with_think(think, think_tokens)
+        self.with_think(Think::implied_by(think_tokens), think_tokens)
     }
 
     /// The same loaded weights, thinking when `think` says, up to `think_tokens` a thought.
@@ -397,8 +392,20 @@ impl Inner {
                 return Ok(thinking);
             }
         }
+        self.followed_by(thinking, prompt, &text, decoded)
+    }
+
+    /// `thinking` with the thought `text` (as `decoded`) kept and written after `prompt`, the
+    /// decision's prompt; unchanged when the thought is empty.
+    fn followed_by(
+        &self,
+        mut thinking: Thinking,
+        prompt: &str,
+        text: &str,
+        decoded: DecodedThought,
+    ) -> Result<Thinking, LocalError> {
         let Some(reasoning) = crate::thought::reasoning(
-            &text,
+            text,
             decoded.generated,
             decoded.truncated,
             decoded.recalculated,
@@ -423,7 +430,7 @@ impl Inner {
         tokens: Vec<u32>,
         think_tokens: usize,
     ) -> Result<Thinking, LocalError> {
-        let mut thinking = Thinking {
+        let thinking = Thinking {
             prompt: tokens,
             reused: None,
             thought: None,
@@ -434,21 +441,12 @@ impl Inner {
             .render(&[Message::request(format!("{asked}\n{REASON_INSTRUCTION}"))])?;
         let alone = self.tokenizer.encode(&alone)?;
         let decoded = self.decode_thought(&alone, think_tokens, self.sampler())?;
-        thinking.spent = decoded.generated;
         let text = self.tokenizer.decode(&decoded.tokens)?;
-        let Some(reasoning) = crate::thought::reasoning(
-            &text,
-            decoded.generated,
-            decoded.truncated,
-            decoded.recalculated,
-        ) else {
-            return Ok(thinking);
+        let thinking = Thinking {
+            spent: decoded.generated,
+            ..thinking
         };
-        thinking.prompt = self
-            .tokenizer
-            .encode(&format!("{prompt}{}\n", reasoning.text))?;
-        thinking.thought = Some(reasoning);
-        Ok(thinking)
+        self.followed_by(thinking, prompt, &text, decoded)
     }
 
     /// One thought decoded with `sampler`: its tokens, whether it hit `think_tokens`, and the

@@ -26,6 +26,16 @@ pub enum Think {
 }
 
 impl Think {
+    /// The mode a thought bound given alone implies, as `--think-tokens N` always meant:
+    /// thinking before every decision when N > 0, never when it is 0.
+    pub fn implied_by(think_tokens: usize) -> Self {
+        if think_tokens > 0 {
+            Think::Always
+        } else {
+            Think::Off
+        }
+    }
+
     /// The name the command line and the configuration file use.
     pub fn as_str(self) -> &'static str {
         match self {
