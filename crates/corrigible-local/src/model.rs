@@ -21,7 +21,7 @@ use crate::generate::{Ban, DecodeParams, Generation, GenerationEnd, Runner, comm
 use crate::prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 use crate::sampler::Sampler;
 use crate::template::ChatTemplate;
-use crate::think::{self, REASON_INSTRUCTION, Think};
+use crate::think::{self, REASON_INSTRUCTION, Settled, Think};
 use crate::tokenizer::Tokenizer;
 use crate::vocabulary::Vocabulary;
 
@@ -601,14 +601,25 @@ impl Inner {
         {
             let reasoned = self.reason(asked, &prompt, tokens, bounds.think_tokens)?;
             spent += reasoned.spent;
-            if reasoned.thought.is_some() {
-                let set_aside = reply.usage.output_tokens;
-                let computing = reach == think::Reach::Computation;
-                reply = self.decide(request, &reasoned.prompt, bounds, computing)?;
-                reply.usage.output_tokens += set_aside;
-                reply.decoding = reply.decoding.map(|d| format!("{d} reasoned_first"));
-                reused = None;
-                thought = reasoned.thought;
+            if let Some(reasoning) = reasoned.thought {
+                let before = reply.text.clone().unwrap_or_default();
+                let mut settled = Settled::between(&before, &reasoning.text, None);
+                if settled != Settled::Agreed {
+                    let computing = reach == think::Reach::Computation;
+                    let after = self.decide(request, &reasoned.prompt, bounds, computing)?;
+                    settled = Settled::between(&before, &reasoning.text, after.text.as_deref());
+                    if settled == Settled::Kept {
+                        reply.usage.output_tokens += after.usage.output_tokens;
+                    } else {
+                        let set_aside = reply.usage.output_tokens;
+                        reply = after;
+                        reply.usage.output_tokens += set_aside;
+                        reused = None;
+                    }
+                }
+                let label = settled.label();
+                reply.decoding = reply.decoding.map(|d| format!("{d} {label}"));
+                thought = Some(reasoning);
             }
         }
         reply.usage.input_tokens = input_tokens as u64;

@@ -3,6 +3,7 @@
 use std::fmt;
 use std::str::FromStr;
 
+use corrigible::arithmetic::evaluate_noted;
 use corrigible::decision::parse_text;
 use corrigible::evidence::numbers::numbers_in;
 use corrigible::{Decision, MessageKind, ModelRequest};
@@ -115,6 +116,71 @@ pub fn reach(request: &ModelRequest, asked: &str, text: &str) -> Option<Reach> {
     }
 }
 
+/// Which computing call stands after a thought on a request whose first decision was one.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Settled {
+    /// The call set aside before the thought: it computes the thought's answer, so no second
+    /// decision is decoded.
+    Agreed,
+    /// The call set aside before the thought: the call decoded after it computes nothing the
+    /// calculator can evaluate, and the one before did.
+    Kept,
+    /// The call decoded after the thought.
+    Reasoned,
+}
+
+impl Settled {
+    /// The computing call that stands, given the one set aside `before` the thought and the
+    /// `thought`; `after` is the decision decoded after the thought, `None` while it is not.
+    pub fn between(before: &str, thought: &str, after: Option<&str>) -> Self {
+        let computed = computes(before);
+        let agreed = computed
+            .zip(answer_of(thought))
+            .is_some_and(|(value, answer)| close(value, answer));
+        match after {
+            _ if agreed => Settled::Agreed,
+            Some(after) if computed.is_some() && computes(after).is_none() => Settled::Kept,
+            _ => Settled::Reasoned,
+        }
+    }
+
+    /// The label the decoding of the decision gets.
+    pub fn label(self) -> &'static str {
+        match self {
+            Settled::Agreed => "reasoned_agrees",
+            Settled::Kept => "reasoned_kept",
+            Settled::Reasoned => "reasoned_first",
+        }
+    }
+}
+
+/// The value a call's input computes: its first string argument that is an arithmetic
+/// expression the calculator evaluates.
+fn computes(text: &str) -> Option<f64> {
+    let Ok(Decision::Action(action)) = parse_text(text, false).decision else {
+        return None;
+    };
+    action
+        .input
+        .as_object()?
+        .values()
+        .filter_map(Value::as_str)
+        .find_map(|expression| evaluate_noted(expression).ok())
+        .map(|e| e.value)
+}
+
+/// The number a thought gives as its answer: the first after its last `Answer:`.
+fn answer_of(thought: &str) -> Option<f64> {
+    let at = thought.to_ascii_lowercase().rfind("answer:")?;
+    numbers_in(&thought[at + "answer:".len()..])
+        .first()
+        .copied()
+}
+
+fn close(a: f64, b: f64) -> bool {
+    (a - b).abs() <= 1e-6 * a.abs().max(1.0)
+}
+
 /// A decision schema without its final-answer branch (the last of its `anyOf`).
 pub fn calls_only(mut schema: Value) -> Value {
     if let Some(branches) = schema.get_mut("anyOf").and_then(Value::as_array_mut)
@@ -204,5 +270,42 @@ mod tests {
         assert_eq!(reached(&answer(true, "3 apples at 2 dollars.")), None);
         assert_eq!(reached(&answer(false, "I cannot say: 6?")), None);
         assert_eq!(reached("not json"), None);
+    }
+
+    #[test]
+    fn a_thought_settles_which_computing_call_stands() {
+        let call = |expression: &str| {
+            json!({"state": "action", "reason": "r", "tool": "calculator",
+                   "tool_input": {"expression": expression}})
+            .to_string()
+        };
+        let thought = "12 - 2 = 10\n10 - 3 = 7\n7 - 4 = 3\nAnswer: 3";
+        let before = call("12 - 2 - 3 - 4");
+        assert_eq!(Settled::between(&before, thought, None), Settled::Agreed);
+        let wrong = call("12 - 2 - 3");
+        assert_eq!(Settled::between(&wrong, thought, None), Settled::Reasoned);
+        assert_eq!(
+            Settled::between(&wrong, thought, Some(&before)),
+            Settled::Reasoned
+        );
+        assert_eq!(
+            Settled::between(&wrong, thought, Some(&call("3 \\times 1"))),
+            Settled::Kept
+        );
+        let unparsed = call("12 \\times 2");
+        assert_eq!(
+            Settled::between(&unparsed, thought, Some(&call("7 > 3"))),
+            Settled::Reasoned
+        );
+        assert_eq!(
+            Settled::between(&before, "no answer line", Some(&wrong)),
+            Settled::Reasoned
+        );
+        let answer = r#"{"state":"final","satisfied":true,"final_summary":"3 slices."}"#;
+        assert_eq!(Settled::between(answer, thought, None), Settled::Reasoned);
+        assert_eq!(
+            Settled::between(answer, thought, Some(answer)),
+            Settled::Reasoned
+        );
     }
 }
