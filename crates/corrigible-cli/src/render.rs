@@ -278,16 +278,21 @@ fn source_name(source: &corrigible::verify::Source) -> String {
     }
 }
 
-/// A model call's reasoning, on one line: `… thought (N tokens, cut): text`.
+/// A model call's reasoning, on one line: `… thought (N tokens, cut, set aside): text`.
 fn thought_line(s: Style, reasoning: &corrigible::Reasoning) -> String {
     let tokens = reasoning
         .tokens
         .map(|n| format!("{n} tokens"))
         .unwrap_or_else(|| "reasoning".to_string());
     let cut = if reasoning.truncated { ", cut" } else { "" };
+    let aside = if reasoning.set_aside {
+        ", set aside"
+    } else {
+        ""
+    };
     format!(
         "  {} {}",
-        s.dim(&format!("… thought ({tokens}{cut}):")),
+        s.dim(&format!("… thought ({tokens}{cut}{aside}):")),
         shorten(&reasoning.text, 400)
     )
 }

@@ -183,6 +183,22 @@ fn a_thoughts_recalculations_are_shown_under_it() {
 }
 
 #[test]
+fn a_thought_set_aside_is_marked_so() {
+    let thinking = r#"{"text": "{\"state\":\"final\",\"satisfied\":true,\"final_summary\":\"4\"}", "reasoning": {"text": "2 + 2 = 4. Answer: 4", "tokens": 9, "set_aside": true}}"#;
+    let file = replay(&[thinking]);
+    let out = corrigible(&["run", "--model", &spec(&file), "--json", "What is 2 + 2?"]);
+    assert_eq!(out.status.code(), Some(0));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(report["model_calls"][0]["reasoning"]["set_aside"], true);
+    let out = corrigible(&["run", "--model", &spec(&file), "What is 2 + 2?"]);
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.contains("… thought (9 tokens, set aside): 2 + 2 = 4. Answer: 4"),
+        "{text}"
+    );
+}
+
+#[test]
 fn the_example_replay_repairs_and_corrects() {
     // The replay of corrigible's example (`cargo run -p corrigible --example agent`), read
     // where it lives when the test runs in this repository.

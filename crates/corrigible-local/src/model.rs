@@ -619,7 +619,10 @@ impl Inner {
                 }
                 let label = settled.label();
                 reply.decoding = reply.decoding.map(|d| format!("{d} {label}"));
-                thought = Some(reasoning);
+                thought = Some(Reasoning {
+                    set_aside: settled != Settled::Reasoned,
+                    ..reasoning
+                });
             }
         }
         reply.usage.input_tokens = input_tokens as u64;

@@ -71,6 +71,7 @@ pub fn fold(messages: &[Message], examples: bool) -> Vec<Message> {
         .map(|m| match &m.reasoning {
             Some(r)
                 if m.role == Role::Assistant
+                    && !r.set_aside
                     && !r.text.trim().is_empty()
                     && (examples || m.kind != MessageKind::Example) =>
             {
@@ -104,6 +105,7 @@ pub fn reasoning(
         truncated,
         blocks: Vec::new(),
         recalculated,
+        set_aside: false,
     })
 }
 
@@ -163,6 +165,19 @@ mod tests {
             (own_only[0].content.as_str(), own_only[1].content.as_str()),
             ("{}", "Mine.\n{}")
         );
+    }
+
+    #[test]
+    fn a_thought_set_aside_is_not_shown_again() {
+        let aside = Reasoning {
+            set_aside: true,
+            ..Reasoning::text("Answer: 4")
+        };
+        let messages = [
+            Message::request("Q"),
+            Message::assistant(MessageKind::Reply, "{}", Vec::new()).with_reasoning(Some(aside)),
+        ];
+        assert_eq!(fold(&messages, true)[1].content, "{}");
     }
 
     #[test]

@@ -261,14 +261,15 @@ fn auto_reasons_first_when_the_first_decision_reaches_for_the_calculator() {
     decided(&reply);
     let reasoning = reply.reasoning.as_ref().expect("it reasoned first");
     assert!(reasoning.tokens.is_some_and(|t| t > 0 && t <= 96));
-    assert!(
-        reply
-            .decoding
-            .as_deref()
-            .is_some_and(|d| d.ends_with("reasoned_first")),
-        "{:?}",
-        reply.decoding
-    );
+    let label = reply.decoding.as_deref().and_then(|d| d.rsplit(' ').next());
+    match label {
+        Some("reasoned_first") => assert!(!reasoning.set_aside),
+        Some("reasoned_agrees" | "reasoned_kept") => {
+            assert!(reasoning.set_aside);
+            assert_eq!(reply.text, at_once.text);
+        }
+        other => panic!("the decoding says how the thought settled: {other:?}"),
+    }
     let Ok(corrigible::Decision::Action(after)) =
         parse_text(reply.text.as_deref().unwrap_or(""), false).decision
     else {

@@ -97,6 +97,11 @@ pub struct Reasoning {
     /// embedded model's thought calculator), in order.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub recalculated: Vec<Recalculation>,
+    /// Whether the decision was decoded before this thought and stands (the embedded model's
+    /// `--think auto`): the thought is recorded, but neither shown to later calls nor read by
+    /// the rules.
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub set_aside: bool,
 }
 
 /// A calculation written in a thought whose value did not hold, and the calculator's value

@@ -705,6 +705,27 @@ async fn a_slip_the_answer_does_not_use_is_left_alone() {
 }
 
 #[tokio::test]
+async fn a_thought_set_aside_is_not_read_by_the_rules() {
+    let aside = corrigible::ModelReply {
+        reasoning: Some(corrigible::Reasoning {
+            set_aside: true,
+            ..corrigible::Reasoning::text("20 + 80 + 160 = 460.")
+        }),
+        ..text(&final_answer(true, "They have 460 sheep together."))
+    };
+    let model = Arc::new(Scripted::script(vec![Ok(aside)]));
+    let report = Agent::builder_shared(model)
+        .build()
+        .unwrap()
+        .run("How many sheep do the three towns have?")
+        .await
+        .unwrap();
+    assert!(report.corrections.is_empty(), "{:?}", report.corrections);
+    let reasoning = report.model_calls[0].reasoning.as_ref().expect("recorded");
+    assert!(reasoning.set_aside);
+}
+
+#[tokio::test]
 async fn failures_grounding_accepts_an_answer_that_states_no_result() {
     let model = Arc::new(Scripted::texts(&[
         &action("calculator", json!({"expression": "2*(3+4)"})),

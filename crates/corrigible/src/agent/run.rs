@@ -200,7 +200,11 @@ impl<'a> Run<'a> {
                 .await?;
             let decisions = self.parse(step, &stage, &reply);
             self.history.reply(&reply);
-            let reasoning = reply.reasoning.as_ref().map_or("", |r| r.text.as_str());
+            let reasoning = reply
+                .reasoning
+                .as_ref()
+                .filter(|r| !r.set_aside)
+                .map_or("", |r| r.text.as_str());
             let rejections = match self.decide(step, &stage, decisions, reasoning).await {
                 Decided::Executed(rejections) => {
                     let attempt = self.budget.free_attempt();

@@ -356,6 +356,7 @@ function thought(reasoning) {
   const tokens = reasoning.tokens != null ? fmtNum(reasoning.tokens) + " tokens" : "reasoning";
   return h("details", { class: "tl-thought" },
     h("summary", { text: "thought · " + tokens + (reasoning.truncated ? " · cut at its bound" : "")
+      + (reasoning.set_aside ? " · set aside" : "")
       + (fixes.length ? " · " + fixes.length + " recalculated" : "") }),
     h("div", { class: "tl-message", text: reasoning.text || "" }),
     ...fixes.map((f) => h("div", { class: "tl-line" },
