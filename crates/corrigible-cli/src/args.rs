@@ -425,6 +425,11 @@ pub struct BenchModelArgs {
     /// Tokens generated per measurement.
     #[arg(long, default_value_t = 128)]
     pub decode_tokens: usize,
+    /// Measure instead the aggregate decode speed of this many sequences decoded together
+    /// (comma-separated counts, e.g. `1,2,4,8,16`), each after a prompt of the first
+    /// `--prompt-tokens` length.
+    #[arg(long, value_delimiter = ',')]
+    pub sequences: Vec<usize>,
     /// A model fetched by name (`local:qwen2.5-coder-1.5b`) or a GGUF file (`local:FILE.gguf`).
     #[arg(long, conflicts_with = "model_path")]
     pub model: Option<String>,

@@ -234,6 +234,23 @@ async fn bench_model(args: BenchModelArgs) -> anyhow::Result<()> {
         args.model_path.as_deref(),
         arg.as_deref(),
     )?);
+    if args.sequences.contains(&0) {
+        bail!("--sequences: give one or more counts above 0");
+    }
+    if !args.sequences.is_empty() {
+        let report = tokio::task::spawn_blocking(move || {
+            corrigible_local::bench::bench_sequences(
+                config,
+                args.prompt_tokens[0],
+                args.decode_tokens,
+                &args.sequences,
+            )
+        })
+        .await
+        .context("the benchmark thread failed")??;
+        println!("{report}");
+        return Ok(());
+    }
     let report = tokio::task::spawn_blocking(move || {
         corrigible_local::bench::bench_model(config, &args.prompt_tokens, args.decode_tokens)
     })

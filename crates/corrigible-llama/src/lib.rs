@@ -34,6 +34,7 @@ mod q6k;
 mod q8;
 mod q8k;
 mod quad;
+mod sequence;
 mod tiled;
 mod vector;
 mod vnni;
@@ -46,6 +47,7 @@ pub use cache::KvCache;
 pub use load::{Hyper, RopeStyle, Weights, load};
 pub use mapped::MappedFile;
 pub use parallel::inference_threads;
+pub use sequence::{Sequence, Step};
 
 use embeddings::Embeddings;
 use linear::{Linear, Scratch};
@@ -66,7 +68,6 @@ struct Layer {
     down: Linear,
     attention_norm: Vec<f32>,
     ffn_norm: Vec<f32>,
-    cache: KvCache,
 }
 
 /// The rotary position tables, `context_length` rows of `rope_dim / 2` angles.
@@ -129,10 +130,15 @@ struct Buffers {
     gate_up: Vec<f32>,
     activated: Vec<f32>,
     logits: Vec<f32>,
+    /// One sequence's attention output, when several share the pass.
+    attended_one: Vec<f32>,
+    /// The last position's hidden state of each sequence.
+    last: Vec<f32>,
     scratch: Scratch,
 }
 
-/// The transformer with its key/value cache.
+/// The transformer, with the key/value caches of its own sequence: [`Llama::forward`] feeds
+/// that one, [`Llama::forward_batch`] any number of [`Sequence`]s in one pass.
 pub struct Llama {
     /// The token embeddings.
     embeddings: Embeddings,
@@ -142,6 +148,7 @@ pub struct Llama {
     rope: Rope,
     hyper: Hyper,
     buffers: Buffers,
+    cache: Sequence,
 }
 
 fn norm_rows(x: &[f32], weight: &[f32], eps: f32, width: usize, out: &mut Vec<f32>) {
@@ -193,14 +200,23 @@ impl Llama {
 
     /// Positions currently held in the key/value cache.
     pub fn cached_len(&self) -> usize {
-        self.layers.first().map_or(0, |l| l.cache.len())
+        self.cache.len()
     }
 
     /// Forgets every cached position from `len` on.
     pub fn truncate_cache(&mut self, len: usize) {
-        for layer in &mut self.layers {
-            layer.cache.truncate(len);
-        }
+        self.cache.truncate(len);
+    }
+
+    /// An empty sequence of this model's shape, for [`Llama::forward_batch`].
+    pub fn sequence(&self) -> Sequence {
+        Sequence::new(self.layers.len(), self.hyper.n_kv_head, self.hyper.head_dim)
+    }
+
+    /// Exchanges the model's own sequence (the one [`Llama::forward`], the cache's save and
+    /// load use) with `other`.
+    pub fn swap_sequence(&mut self, other: &mut Sequence) {
+        std::mem::swap(&mut self.cache, other);
     }
 
     /// Writes the keys and values of the first `len` cached positions (at most those held),
@@ -217,8 +233,8 @@ impl Llama {
         ] {
             out.write_all(&(n as u64).to_le_bytes())?;
         }
-        for layer in &self.layers {
-            layer.cache.write_to(len, out)?;
+        for layer in &self.cache.layers {
+            layer.write_to(len, out)?;
         }
         Ok(())
     }
@@ -261,73 +277,142 @@ impl Llama {
                 self.hyper.context_length
             )));
         }
-        for layer in &mut self.layers {
-            layer.cache.read_from(len, input)?;
+        if self.cache.layers.len() != layers {
+            self.cache = self.sequence();
+        }
+        for layer in &mut self.cache.layers {
+            layer.read_from(len, input)?;
         }
         Ok(len)
     }
 
     /// Feeds `tokens` at positions `cached_len()..` and returns the logits after the last one.
     pub fn forward(&mut self, tokens: &[u32]) -> Result<&[f32]> {
-        let seq = tokens.len();
-        let pos = self.cached_len();
-        if seq == 0 {
-            candle_core::bail!("forward called with no tokens");
+        let mut own = std::mem::take(&mut self.cache);
+        let fed = self.run(&mut [Step {
+            sequence: &mut own,
+            tokens,
+        }]);
+        self.cache = own;
+        fed?;
+        Ok(&self.buffers.logits)
+    }
+
+    /// Feeds each step's tokens at its sequence's next positions, all in one pass (each weight
+    /// read once for every token of every sequence), and returns the logits after each step's
+    /// last token, step after step ([`Llama::vocab_size`] values each). The logits of a step
+    /// are those [`Llama::forward`] gives for the same tokens on the same cache. On an error
+    /// no sequence is changed.
+    pub fn forward_batch(&mut self, steps: &mut [Step<'_>]) -> Result<&[f32]> {
+        self.run(steps)?;
+        Ok(&self.buffers.logits)
+    }
+
+    fn run(&mut self, steps: &mut [Step<'_>]) -> Result<()> {
+        if steps.is_empty() {
+            candle_core::bail!("forward called with no sequence");
         }
-        if pos + seq > self.hyper.context_length {
-            candle_core::bail!(
-                "{} tokens exceed the context window of {}",
-                pos + seq,
-                self.hyper.context_length
-            );
+        let h = &self.hyper;
+        for step in steps.iter() {
+            if step.tokens.is_empty() {
+                candle_core::bail!("forward called with no tokens");
+            }
+            if step.sequence.layers.len() != self.layers.len() {
+                candle_core::bail!(
+                    "a sequence of {} layers, for a model of {}",
+                    step.sequence.layers.len(),
+                    self.layers.len()
+                );
+            }
+            let end = step.sequence.len() + step.tokens.len();
+            if end > h.context_length {
+                candle_core::bail!(
+                    "{end} tokens exceed the context window of {}",
+                    h.context_length
+                );
+            }
         }
+        let starts: Vec<usize> = steps.iter().map(|s| s.sequence.len()).collect();
+        let fed = self.layers_forward(steps, &starts);
+        if fed.is_err() {
+            for (step, &start) in steps.iter_mut().zip(&starts) {
+                step.sequence.truncate(start);
+            }
+        }
+        fed
+    }
+
+    fn layers_forward(&mut self, steps: &mut [Step<'_>], starts: &[usize]) -> Result<()> {
+        let tokens: Vec<u32> = steps.iter().flat_map(|s| s.tokens).copied().collect();
+        let rows = tokens.len();
         let b = &mut self.buffers;
         let h = &self.hyper;
         let dim = h.embedding_length;
         self.embeddings
-            .lookup(&self.output, tokens, dim, &mut b.hidden)?;
+            .lookup(&self.output, &tokens, dim, &mut b.hidden)?;
         let eps = h.rms_norm_eps as f32;
         let (q_width, kv_width) = (h.n_head * h.head_dim, h.n_kv_head * h.head_dim);
-        for layer in &mut self.layers {
+        // One sequence alone has its attention written in place.
+        let alone = steps.len() == 1;
+        for (l, layer) in self.layers.iter().enumerate() {
             norm_rows(&b.hidden, &layer.attention_norm, eps, dim, &mut b.normed);
             layer
                 .qkv
-                .forward(&b.normed, seq, &mut b.scratch, &mut b.qkv)?;
+                .forward(&b.normed, rows, &mut b.scratch, &mut b.qkv)?;
             let qkv_width = layer.qkv.rows();
-            for (t, row) in b.qkv.chunks_exact_mut(qkv_width).enumerate() {
-                if let Some(bias) = &layer.qkv_bias {
-                    add_assign(row, bias);
+            let mut first = 0;
+            for (step, &pos) in steps.iter_mut().zip(starts) {
+                let seq = step.tokens.len();
+                let block = &mut b.qkv[first * qkv_width..(first + seq) * qkv_width];
+                let cache = &mut step.sequence.layers[l];
+                for (t, row) in block.chunks_exact_mut(qkv_width).enumerate() {
+                    if let Some(bias) = &layer.qkv_bias {
+                        add_assign(row, bias);
+                    }
+                    let (q, kv) = row.split_at_mut(q_width);
+                    let (k, v) = kv.split_at_mut(kv_width);
+                    for head in q
+                        .chunks_exact_mut(h.head_dim)
+                        .chain(k.chunks_exact_mut(h.head_dim))
+                    {
+                        self.rope.apply(head, pos + t);
+                    }
+                    cache.push(k, v);
                 }
-                let (q, kv) = row.split_at_mut(q_width);
-                let (k, v) = kv.split_at_mut(kv_width);
-                for head in q
-                    .chunks_exact_mut(h.head_dim)
-                    .chain(k.chunks_exact_mut(h.head_dim))
-                {
-                    self.rope.apply(head, pos + t);
+                if alone {
+                    attention::attend(block, cache, h, pos, seq, &mut b.attended);
+                } else {
+                    attention::attend(block, cache, h, pos, seq, &mut b.attended_one);
+                    b.attended.truncate(first * q_width);
+                    b.attended.extend_from_slice(&b.attended_one);
                 }
-                layer.cache.push(k, v);
+                first += seq;
             }
-            attention::attend(&b.qkv, &layer.cache, h, pos, seq, &mut b.attended);
             layer
                 .wo
-                .forward(&b.attended, seq, &mut b.scratch, &mut b.projected)?;
+                .forward(&b.attended, rows, &mut b.scratch, &mut b.projected)?;
             add_assign(&mut b.hidden, &b.projected);
 
             norm_rows(&b.hidden, &layer.ffn_norm, eps, dim, &mut b.normed);
             layer
                 .gate_up
-                .forward(&b.normed, seq, &mut b.scratch, &mut b.gate_up)?;
+                .forward(&b.normed, rows, &mut b.scratch, &mut b.gate_up)?;
             activate_rows(&b.gate_up, layer.gate_up.rows() / 2, &mut b.activated);
             layer
                 .down
-                .forward(&b.activated, seq, &mut b.scratch, &mut b.projected)?;
+                .forward(&b.activated, rows, &mut b.scratch, &mut b.projected)?;
             add_assign(&mut b.hidden, &b.projected);
         }
-        let last = &b.hidden[(seq - 1) * dim..];
-        norm_rows(last, &self.norm, eps, dim, &mut b.normed);
+        b.last.clear();
+        let mut end = 0;
+        for step in steps.iter() {
+            end += step.tokens.len();
+            b.last
+                .extend_from_slice(&b.hidden[(end - 1) * dim..end * dim]);
+        }
+        norm_rows(&b.last, &self.norm, eps, dim, &mut b.normed);
         self.output
-            .forward(&b.normed, 1, &mut b.scratch, &mut b.logits)?;
-        Ok(&b.logits)
+            .forward(&b.normed, steps.len(), &mut b.scratch, &mut b.logits)?;
+        Ok(())
     }
 }

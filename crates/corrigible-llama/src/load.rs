@@ -7,7 +7,7 @@ use candle_core::{Device, Result};
 use super::embeddings::Embeddings;
 use super::linear::{Linear, Part};
 use super::mapped::MappedFile;
-use super::{KvCache, Layer, Llama, Rope};
+use super::{Layer, Llama, Rope, Sequence};
 
 /// The longest context the rotary tables are built for, whatever the file declares.
 const MAX_CONTEXT: usize = 32_768;
@@ -239,7 +239,6 @@ pub fn load(ct: &gguf_file::Content, file: &MappedFile, weights: Weights) -> Res
             gate_up: r.linear(&[p("ffn_gate"), p("ffn_up")])?,
             down: r.linear(&[p("ffn_down")])?,
             ffn_norm: r.norm(&p("ffn_norm"))?,
-            cache: KvCache::new(hyper.n_kv_head, hyper.head_dim),
         };
         check_layer(&layer, &hyper)?;
         layers.push(layer);
@@ -253,6 +252,7 @@ pub fn load(ct: &gguf_file::Content, file: &MappedFile, weights: Weights) -> Res
         norm,
         output,
         rope: Rope::new(&hyper),
+        cache: Sequence::new(hyper.n_layer, hyper.n_kv_head, hyper.head_dim),
         hyper,
         buffers: Default::default(),
     })

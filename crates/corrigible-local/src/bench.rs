@@ -1,4 +1,5 @@
-//! Speed measurement of the embedded model: prefill and decode tokens per second, peak memory.
+//! Speed measurement of the embedded model: prefill and decode tokens per second, peak memory,
+//! and the aggregate decode speed of many sequences decoded together.
 
 use std::fmt;
 use std::time::Duration;
@@ -142,5 +143,134 @@ pub fn bench_model(
         load: model.load_time(),
         cases,
         peak_rss_mib: peak_rss_mib(),
+    })
+}
+
+/// Sequence counts measured together by default.
+pub const DEFAULT_SEQUENCES: [usize; 5] = [1, 2, 4, 8, 16];
+
+/// One count of sequences decoded together.
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchCase {
+    /// Sequences decoded together.
+    pub sequences: usize,
+    /// Tokens each decoded.
+    pub generated_tokens: usize,
+    /// Time to pre-fill every prompt, one after the other.
+    pub prefill: Duration,
+    /// Time to decode, every sequence in each pass.
+    pub decode: Duration,
+    /// Bytes of the sequences' key/value caches at the end.
+    pub cache_bytes: usize,
+    /// Peak resident memory of the process so far (VmHWM), when the platform reports it.
+    pub peak_rss_mib: Option<f64>,
+}
+
+impl BatchCase {
+    /// Decoded tokens per second, every sequence's counted (each needs one pass, except the
+    /// first).
+    pub fn decode_tokens_per_s(&self) -> f64 {
+        per_second(
+            self.sequences * self.generated_tokens.saturating_sub(1),
+            self.decode,
+        )
+    }
+}
+
+/// The result of [`bench_sequences`].
+#[derive(Debug, Clone, PartialEq)]
+pub struct BatchReport {
+    /// The model's name.
+    pub model: String,
+    /// Inference threads.
+    pub threads: usize,
+    /// Prompt tokens of each sequence.
+    pub prompt_tokens: usize,
+    /// One entry per count of sequences, in increasing order.
+    pub cases: Vec<BatchCase>,
+}
+
+impl fmt::Display for BatchReport {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        writeln!(
+            f,
+            "model {}  threads {}  prompt tokens {} each",
+            self.model, self.threads, self.prompt_tokens
+        )?;
+        writeln!(
+            f,
+            "{:>10} {:>10} {:>15} {:>13} {:>12} {:>14}",
+            "sequences", "generated", "decode tok/s", "vs 1 alone", "cache MiB", "peak RSS MiB"
+        )?;
+        let alone = self
+            .cases
+            .iter()
+            .find(|c| c.sequences == 1)
+            .map(BatchCase::decode_tokens_per_s);
+        for c in &self.cases {
+            let ratio = alone.filter(|a| *a > 0.0).map_or("".to_string(), |a| {
+                format!("{:.2}x", c.decode_tokens_per_s() / a)
+            });
+            let rss = c
+                .peak_rss_mib
+                .map_or("?".to_string(), |m| format!("{m:.0}"));
+            writeln!(
+                f,
+                "{:>10} {:>10} {:>15.1} {:>13} {:>12.1} {:>14}",
+                c.sequences,
+                c.generated_tokens,
+                c.decode_tokens_per_s(),
+                ratio,
+                c.cache_bytes as f64 / (1024.0 * 1024.0),
+                rss
+            )?;
+        }
+        Ok(())
+    }
+}
+
+/// Loads the model of `config` and, for each count of `sequences` (in increasing order),
+/// pre-fills that many different prompts of `prompt_tokens` tokens and decodes
+/// `decode_tokens` greedy tokens for all of them together.
+pub fn bench_sequences(
+    config: LocalConfig,
+    prompt_tokens: usize,
+    decode_tokens: usize,
+    sequences: &[usize],
+) -> Result<BatchReport, LocalError> {
+    let model = LocalModel::load(config)?;
+    let mut counts: Vec<usize> = sequences.iter().map(|&n| n.max(1)).collect();
+    counts.sort_unstable();
+    counts.dedup();
+    let most = counts.last().copied().unwrap_or(1);
+    let prompt_tokens = prompt_tokens.max(1);
+    let mut text = String::new();
+    let mut filler = Vec::new();
+    while filler.len() < prompt_tokens + most {
+        text.push_str(FILLER);
+        filler = model.tokenizer().encode(&text)?;
+    }
+    let prompts: Vec<Vec<u32>> = (0..most)
+        .map(|i| filler[i..i + prompt_tokens].to_vec())
+        .collect();
+    model.decode_together(&prompts[..1], 2)?;
+    let mut cases = Vec::new();
+    for n in counts {
+        let (prefill, decode, cache_bytes) =
+            model.decode_together(&prompts[..n], decode_tokens.max(1))?;
+        cases.push(BatchCase {
+            sequences: n,
+            generated_tokens: decode_tokens.max(1),
+            prefill,
+            decode,
+            cache_bytes,
+            peak_rss_mib: peak_rss_mib(),
+        });
+    }
+    Ok(BatchReport {
+        model: model.name_string(),
+        threads: inference_threads(),
+        prompt_tokens,
+        cases,
     })
 }

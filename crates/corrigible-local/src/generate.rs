@@ -7,7 +7,7 @@ use crate::error::LocalError;
 use crate::loop_guard::{MAX_CUTS, force_close, trailing_loop};
 use crate::prefix_store::PrefixStore;
 use crate::sampler::Sampler;
-use corrigible_llama::Llama;
+use corrigible_llama::{Llama, Step};
 
 /// Longest slice of the prompt fed to the model in one forward pass.
 const PREFILL_CHUNK: usize = 256;
@@ -161,6 +161,52 @@ impl Runner {
         store.save(prefix, &self.llama);
         tracing::debug!(tokens = prefix.len(), elapsed = ?start.elapsed(), "pre-filled and saved a prefix");
         Ok(prefix.len() - held)
+    }
+
+    /// Pre-fills each of `prompts` into a sequence of its own, then decodes `tokens` greedy
+    /// tokens for all of them together, one forward pass a token for every sequence. Returns
+    /// the time to pre-fill, the time to decode, and the bytes of the sequences' caches. The
+    /// runner's own cache is left as it was.
+    pub fn decode_together(
+        &mut self,
+        prompts: &[Vec<u32>],
+        tokens: usize,
+    ) -> Result<(Duration, Duration, usize), LocalError> {
+        let vocab = self.llama.vocab_size();
+        let mut sequences: Vec<_> = prompts.iter().map(|_| self.llama.sequence()).collect();
+        let mut next = Vec::with_capacity(prompts.len());
+        let start = Instant::now();
+        for (sequence, prompt) in sequences.iter_mut().zip(prompts) {
+            let mut logits = Vec::new();
+            for chunk in prompt.chunks(PREFILL_CHUNK) {
+                logits = self
+                    .llama
+                    .forward_batch(&mut [Step {
+                        sequence,
+                        tokens: chunk,
+                    }])?
+                    .to_vec();
+            }
+            next.push(vec![greedy(&logits)]);
+        }
+        let prefill = start.elapsed();
+        let start = Instant::now();
+        for _ in 1..tokens {
+            let mut steps: Vec<Step<'_>> = sequences
+                .iter_mut()
+                .zip(&next)
+                .map(|(sequence, input)| Step {
+                    sequence,
+                    tokens: input,
+                })
+                .collect();
+            let logits = self.llama.forward_batch(&mut steps)?;
+            for (input, row) in next.iter_mut().zip(logits.chunks_exact(vocab)) {
+                input[0] = greedy(row);
+            }
+        }
+        let bytes = sequences.iter().map(|s| s.bytes()).sum();
+        Ok((prefill, start.elapsed(), bytes))
     }
 
     /// Generates a reply to `prompt`; on any error the cache is dropped.
@@ -327,6 +373,15 @@ fn forced_tokens(
 }
 
 /// The largest finite logit minus the second largest (infinite with fewer than two).
+/// The index of the largest logit (0 for none).
+fn greedy(logits: &[f32]) -> u32 {
+    logits
+        .iter()
+        .enumerate()
+        .max_by(|a, b| a.1.total_cmp(b.1))
+        .map_or(0, |(i, _)| i as u32)
+}
+
 fn top_margin(logits: &[f32]) -> f32 {
     let (mut first, mut second) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
     for &l in logits {

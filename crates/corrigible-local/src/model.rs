@@ -294,6 +294,15 @@ impl LocalModel {
         self.inner.lock().runner.generate(prompt, params)
     }
 
+    /// [`Runner::decode_together`] on this model's runner.
+    pub(crate) fn decode_together(
+        &self,
+        prompts: &[Vec<u32>],
+        tokens: usize,
+    ) -> Result<(Duration, Duration, usize), LocalError> {
+        self.inner.lock().runner.decode_together(prompts, tokens)
+    }
+
     /// The model's name, owned.
     pub(crate) fn name_string(&self) -> String {
         self.inner.name.clone()

@@ -1,0 +1,237 @@
+//! Several sequences decoded in one forward pass give, token for token, what each gives alone:
+//! sequences join while others decode (their prompts pre-filled in the same pass) and leave
+//! when done, on both embedded models.
+
+use std::path::{Path, PathBuf};
+
+use candle_core::quantized::gguf_file;
+
+use corrigible_llama::{Llama, MappedFile, Sequence, Step, Weights, load};
+use corrigible_local::{LocalError, SMALL_MODEL, Tokenizer, local_model_path};
+
+/// Prompts of different lengths, so that the sequences sit at different positions.
+const PROMPTS: [&str; 5] = [
+    "The capital of France is",
+    "<|im_start|>user\nWhat is 17 * 23?<|im_end|>\n<|im_start|>assistant\n",
+    "Once upon a time, in a small village by the sea, there lived an old fisherman who",
+    "fn main() {",
+    "List three colours:",
+];
+
+/// Greedy tokens each sequence decodes after its prompt.
+const STEPS: usize = 12;
+
+fn model_path(name: &str) -> Option<PathBuf> {
+    let path = match local_model_path(name) {
+        Ok(path) => path,
+        Err(LocalError::ModelMissing { path, .. }) => path,
+        Err(e) => panic!("{e}"),
+    };
+    if path.is_file() {
+        return Some(path);
+    }
+    assert!(
+        std::env::var_os("CI").is_none(),
+        "no model at {}: run `scripts/fetch-model {name}`",
+        path.display()
+    );
+    eprintln!("skipping: no model at {}", path.display());
+    None
+}
+
+fn argmax(v: &[f32]) -> u32 {
+    let mut best = 0;
+    for (i, x) in v.iter().enumerate() {
+        if *x > v[best] {
+            best = i;
+        }
+    }
+    best as u32
+}
+
+/// What one sequence decodes: its greedy tokens and the logits before each.
+#[derive(Debug, Default, PartialEq)]
+struct Decoded {
+    tokens: Vec<u32>,
+    logits: Vec<Vec<f32>>,
+}
+
+fn open(path: &Path) -> (Llama, Vec<Vec<u32>>) {
+    let file = MappedFile::open(path).expect("map");
+    let ct = gguf_file::Content::read(&mut file.reader()).expect("gguf");
+    let tokenizer = Tokenizer::from_gguf(&ct).expect("tokenizer");
+    let prompts = PROMPTS
+        .iter()
+        .map(|p| tokenizer.encode(p).expect("encode"))
+        .collect();
+    (
+        load(&ct, &file, Weights::Requantize).expect("load"),
+        prompts,
+    )
+}
+
+fn alone(model: &mut Llama, prompt: &[u32]) -> Decoded {
+    let mut sequence = model.sequence();
+    let mut out = Decoded::default();
+    let mut input = prompt.to_vec();
+    for _ in 0..STEPS {
+        let logits = model
+            .forward_batch(&mut [Step {
+                sequence: &mut sequence,
+                tokens: &input,
+            }])
+            .expect("forward")
+            .to_vec();
+        let next = argmax(&logits);
+        out.tokens.push(next);
+        out.logits.push(logits);
+        input = vec![next];
+    }
+    out
+}
+
+/// Sequence `i` joins at pass `2 * i`, so that prompts are pre-filled beside other sequences'
+/// decoding, and each leaves after its [`STEPS`] tokens.
+fn together(model: &mut Llama, prompts: &[Vec<u32>]) -> Vec<Decoded> {
+    let vocab = model.vocab_size();
+    let mut sequences: Vec<Sequence> = prompts.iter().map(|_| model.sequence()).collect();
+    let mut inputs: Vec<Vec<u32>> = prompts.to_vec();
+    let mut out: Vec<Decoded> = prompts.iter().map(|_| Decoded::default()).collect();
+    let mut pass = 0;
+    while out.iter().any(|d| d.tokens.len() < STEPS) {
+        let active: Vec<usize> = (0..prompts.len())
+            .filter(|&i| pass >= 2 * i && out[i].tokens.len() < STEPS)
+            .collect();
+        let mut steps: Vec<Step<'_>> = Vec::new();
+        for (i, (sequence, input)) in sequences.iter_mut().zip(&inputs).enumerate() {
+            if active.contains(&i) {
+                steps.push(Step {
+                    sequence,
+                    tokens: input,
+                });
+            }
+        }
+        let logits = model.forward_batch(&mut steps).expect("forward").to_vec();
+        drop(steps);
+        assert_eq!(logits.len(), active.len() * vocab);
+        for (&i, row) in active.iter().zip(logits.chunks_exact(vocab)) {
+            let next = argmax(row);
+            out[i].tokens.push(next);
+            out[i].logits.push(row.to_vec());
+            inputs[i] = vec![next];
+        }
+        pass += 1;
+    }
+    out
+}
+
+fn same_alone_and_together(name: &str) {
+    let Some(path) = model_path(name) else {
+        return;
+    };
+    let (mut model, prompts) = open(&path);
+    let each: Vec<Decoded> = prompts.iter().map(|p| alone(&mut model, p)).collect();
+    let batched = together(&mut model, &prompts);
+    for (i, (a, b)) in each.iter().zip(&batched).enumerate() {
+        assert_eq!(a.tokens, b.tokens, "{name}: sequence {i}'s tokens");
+        let worst = a
+            .logits
+            .iter()
+            .flatten()
+            .zip(b.logits.iter().flatten())
+            .map(|(x, y)| (x - y).abs())
+            .fold(0f32, f32::max);
+        assert!(
+            worst == 0.0,
+            "{name}: sequence {i}'s logits differ by {worst}"
+        );
+    }
+    assert_eq!(
+        model.forward(&prompts[0]).map(argmax).expect("forward"),
+        each[0].tokens[0],
+        "the model's own sequence is untouched by the batch"
+    );
+}
+
+#[test]
+fn smollm2_decodes_the_same_together_as_alone() {
+    same_alone_and_together(SMALL_MODEL);
+}
+
+#[test]
+fn qwen2_decodes_the_same_together_as_alone() {
+    same_alone_and_together("qwen2.5-coder-1.5b");
+}
+
+#[test]
+fn a_sequence_of_another_model_is_refused_and_nothing_changes() {
+    let Some(path) = model_path(SMALL_MODEL) else {
+        return;
+    };
+    let (mut model, prompts) = open(&path);
+    let mut good = model.sequence();
+    let mut foreign = Sequence::default();
+    let refused = model.forward_batch(&mut [
+        Step {
+            sequence: &mut good,
+            tokens: &prompts[0],
+        },
+        Step {
+            sequence: &mut foreign,
+            tokens: &prompts[1],
+        },
+    ]);
+    assert!(refused.is_err());
+    assert!(good.is_empty() && foreign.is_empty());
+    let empty = model.forward_batch(&mut [Step {
+        sequence: &mut good,
+        tokens: &[],
+    }]);
+    assert!(empty.is_err());
+    assert!(model.forward_batch(&mut []).is_err());
+    model
+        .forward_batch(&mut [Step {
+            sequence: &mut good,
+            tokens: &prompts[0],
+        }])
+        .expect("forward");
+    assert_eq!(good.len(), prompts[0].len());
+    assert!(good.bytes() > 0);
+}
+
+/// The same with the best kernels of this CPU turned off (AMX tiles, then AVX-512 VNNI too),
+/// in a child process each, as the switches are read once per process.
+#[test]
+fn qwen2_decodes_the_same_together_on_the_kernels_of_lesser_cpus() {
+    if std::env::var_os("CORRIGIBLE_NO_AMX").is_some() {
+        eprintln!("skipping: already a child run");
+        return;
+    }
+    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
+    let mut runs: Vec<&[(&str, &str)]> = Vec::new();
+    if has("amx_int8") {
+        runs.push(&[("CORRIGIBLE_NO_AMX", "1")]);
+    }
+    if has("avx512_vnni") {
+        runs.push(&[("CORRIGIBLE_NO_AMX", "1"), ("CORRIGIBLE_NO_VNNI", "1")]);
+    }
+    let exe = std::env::current_exe().expect("test binary");
+    for env in runs {
+        let out = std::process::Command::new(&exe)
+            .args([
+                "--exact",
+                "qwen2_decodes_the_same_together_as_alone",
+                "--nocapture",
+            ])
+            .envs(env.iter().copied())
+            .output()
+            .expect("run the test binary");
+        let log = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "with {env:?}:\n{log}");
+        assert!(
+            log.contains("1 passed"),
+            "the test ran with {env:?}:\n{log}"
+        );
+    }
+}
