@@ -4,13 +4,15 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use corrigible::{Agent, Model, ModelError, Protocol, RunError, RunOptions};
+use futures_util::stream::{self, StreamExt};
+use indicatif::ProgressBar;
 
 use crate::error::BenchError;
 use crate::faults::{FaultConfig, FaultyModel};
 use crate::metrics::{BenchReport, ColumnReport, TaskResult};
 use crate::policy::PolicyKind;
 use crate::progress;
-use crate::suite::{Suite, SuiteSpec};
+use crate::suite::{Suite, SuiteSpec, Task};
 
 pub use corrigible::ModelFactory;
 
@@ -82,6 +84,8 @@ pub struct BenchConfig {
     pub examples: Examples,
     /// The verifier of the `verify` policy (default: the run's own model).
     pub verifier: Option<corrigible::Verifier>,
+    /// Tasks run at once (at least one); results are reported in task order.
+    pub concurrency: usize,
 }
 
 /// Which worked examples a bench shows the agent.
@@ -131,92 +135,15 @@ pub async fn run_suite(
     let total = (suite.tasks.len() * (variants.len() * agent_policies + bare_runs)) as u64;
     let bar = progress::bar(total, config.progress);
     let mut results = Vec::new();
-    for (index, task) in suite.tasks.iter().enumerate() {
-        let registry = suite.registry(task)?;
-        let examples = config.examples.for_tools(&registry.names());
-        let build = |verifier: Option<corrigible::Verifier>| {
-            let mut builder = Agent::builder_shared((variants[0].factory)())
-                .tools(registry.clone())
-                .worked_examples(examples.clone())
-                .protocol(config.protocol);
-            if let Some(verifier) = verifier {
-                builder = builder.verifier(verifier);
-            }
-            builder.build().map_err(|e| BenchError::Agent {
-                task: task.id.clone(),
-                message: e.to_string(),
-            })
-        };
-        let agent = build(None)?;
-        let verified = if config.policies.iter().any(|p| p.verifies()) {
-            Some(build(Some(config.verifier.clone().unwrap_or_default()))?)
-        } else {
-            None
-        };
-        for (nth, variant) in variants.iter().enumerate() {
-            for &policy in &config.policies {
-                if !policy.is_agent() && nth > 0 {
-                    continue;
-                }
-                bar.set_message(format!(
-                    "{} {} {}",
-                    task.id,
-                    policy,
-                    variant.label_for(policy)
-                ));
-                let model = (variant.factory)();
-                let faulty = config
-                    .faults
-                    .map(|f| Arc::new(FaultyModel::new(model.clone(), f.rate, f.task_seed(index))));
-                let run_model: Arc<dyn Model> = match &faulty {
-                    Some(f) => f.clone(),
-                    None => model,
-                };
-                let options = RunOptions {
-                    model: Some(run_model.clone()),
-                    policy: Some(policy.policy(task.max_actions)),
-                    ..Default::default()
-                };
-                let started = Instant::now();
-                let outcome = if policy.is_agent() {
-                    let agent = match &verified {
-                        Some(verified) if policy.verifies() => verified,
-                        _ => &agent,
-                    };
-                    agent.run_with(&task.prompt, options).await
-                } else {
-                    let bare = variant.bare.as_ref().map(|f| f()).unwrap_or(run_model);
-                    crate::bare::run(bare.as_ref(), &format!("bare-{}", task.id), &task.prompt)
-                        .await
-                        .map_err(RunError::Model)
-                };
-                let injected = faulty.map(|f| f.injected()).unwrap_or_default();
-                let mode = variant.label_for(policy);
-                let result = match outcome {
-                    Ok(report) => {
-                        let grade = task.grade(&report);
-                        TaskResult::from_report(&task.id, policy, mode, &report, grade, &injected)
-                    }
-                    Err(RunError::Transport(message))
-                    | Err(RunError::Model(ModelError::Transport(message)))
-                    | Err(RunError::Model(ModelError::Other(message))) => TaskResult::from_error(
-                        &task.id,
-                        policy,
-                        mode,
-                        message,
-                        started.elapsed().as_secs_f64() * 1000.0,
-                        &injected,
-                    ),
-                    Err(other) => {
-                        bar.finish_and_clear();
-                        return Err(BenchError::Run {
-                            task: task.id.clone(),
-                            message: other.to_string(),
-                        });
-                    }
-                };
-                results.push(result);
-                bar.inc(1);
+    let mut runs = stream::iter(suite.tasks.iter().enumerate())
+        .map(|(index, task)| run_task(suite, config, variants, index, task, &bar))
+        .buffered(config.concurrency.max(1));
+    while let Some(task_results) = runs.next().await {
+        match task_results {
+            Ok(task_results) => results.extend(task_results),
+            Err(e) => {
+                bar.finish_and_clear();
+                return Err(e);
             }
         }
     }
@@ -249,4 +176,103 @@ pub async fn run_suite(
         columns,
         results,
     })
+}
+
+/// One task's runs: each variant, each policy, one after the other.
+async fn run_task(
+    suite: &Suite,
+    config: &BenchConfig,
+    variants: &[Variant],
+    index: usize,
+    task: &Task,
+    bar: &ProgressBar,
+) -> Result<Vec<TaskResult>, BenchError> {
+    let mut results = Vec::new();
+    let registry = suite.registry(task)?;
+    let examples = config.examples.for_tools(&registry.names());
+    let build = |verifier: Option<corrigible::Verifier>| {
+        let mut builder = Agent::builder_shared((variants[0].factory)())
+            .tools(registry.clone())
+            .worked_examples(examples.clone())
+            .protocol(config.protocol);
+        if let Some(verifier) = verifier {
+            builder = builder.verifier(verifier);
+        }
+        builder.build().map_err(|e| BenchError::Agent {
+            task: task.id.clone(),
+            message: e.to_string(),
+        })
+    };
+    let agent = build(None)?;
+    let verified = if config.policies.iter().any(|p| p.verifies()) {
+        Some(build(Some(config.verifier.clone().unwrap_or_default()))?)
+    } else {
+        None
+    };
+    for (nth, variant) in variants.iter().enumerate() {
+        for &policy in &config.policies {
+            if !policy.is_agent() && nth > 0 {
+                continue;
+            }
+            bar.set_message(format!(
+                "{} {} {}",
+                task.id,
+                policy,
+                variant.label_for(policy)
+            ));
+            let model = (variant.factory)();
+            let faulty = config
+                .faults
+                .map(|f| Arc::new(FaultyModel::new(model.clone(), f.rate, f.task_seed(index))));
+            let run_model: Arc<dyn Model> = match &faulty {
+                Some(f) => f.clone(),
+                None => model,
+            };
+            let options = RunOptions {
+                model: Some(run_model.clone()),
+                policy: Some(policy.policy(task.max_actions)),
+                ..Default::default()
+            };
+            let started = Instant::now();
+            let outcome = if policy.is_agent() {
+                let agent = match &verified {
+                    Some(verified) if policy.verifies() => verified,
+                    _ => &agent,
+                };
+                agent.run_with(&task.prompt, options).await
+            } else {
+                let bare = variant.bare.as_ref().map(|f| f()).unwrap_or(run_model);
+                crate::bare::run(bare.as_ref(), &format!("bare-{}", task.id), &task.prompt)
+                    .await
+                    .map_err(RunError::Model)
+            };
+            let injected = faulty.map(|f| f.injected()).unwrap_or_default();
+            let mode = variant.label_for(policy);
+            let result = match outcome {
+                Ok(report) => {
+                    let grade = task.grade(&report);
+                    TaskResult::from_report(&task.id, policy, mode, &report, grade, &injected)
+                }
+                Err(RunError::Transport(message))
+                | Err(RunError::Model(ModelError::Transport(message)))
+                | Err(RunError::Model(ModelError::Other(message))) => TaskResult::from_error(
+                    &task.id,
+                    policy,
+                    mode,
+                    message,
+                    started.elapsed().as_secs_f64() * 1000.0,
+                    &injected,
+                ),
+                Err(other) => {
+                    return Err(BenchError::Run {
+                        task: task.id.clone(),
+                        message: other.to_string(),
+                    });
+                }
+            };
+            results.push(result);
+            bar.inc(1);
+        }
+    }
+    Ok(results)
 }

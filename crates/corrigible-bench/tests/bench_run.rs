@@ -68,6 +68,7 @@ fn config(name: &str, faults: Option<FaultConfig>) -> BenchConfig {
         model_name: "by-prompt".into(),
         examples: Examples::Builtin,
         verifier: None,
+        concurrency: 1,
     }
 }
 
@@ -242,4 +243,74 @@ async fn worked_examples_are_the_builtin_ones_none_or_the_given_ones() {
             }
         }
     }
+}
+
+/// Counts the calls in flight at once around an inner model that takes a moment to answer.
+struct Overlapping {
+    inner: Arc<ByPrompt>,
+    now: std::sync::atomic::AtomicUsize,
+    most: std::sync::atomic::AtomicUsize,
+}
+
+#[async_trait::async_trait]
+impl Model for Overlapping {
+    fn name(&self) -> &str {
+        self.inner.name()
+    }
+
+    async fn complete(
+        &self,
+        request: &corrigible::ModelRequest,
+    ) -> Result<corrigible::ModelReply, corrigible::ModelError> {
+        use std::sync::atomic::Ordering;
+        let now = self.now.fetch_add(1, Ordering::SeqCst) + 1;
+        self.most.fetch_max(now, Ordering::SeqCst);
+        tokio::time::sleep(std::time::Duration::from_millis(20)).await;
+        let reply = self.inner.complete(request).await;
+        self.now.fetch_sub(1, Ordering::SeqCst);
+        reply
+    }
+}
+
+#[tokio::test]
+async fn tasks_run_at_once_report_what_they_report_one_at_a_time_in_order() {
+    let mut reports = Vec::new();
+    for concurrency in [1, 3] {
+        let overlapping = Arc::new(Overlapping {
+            inner: model(),
+            now: Default::default(),
+            most: Default::default(),
+        });
+        let shared = overlapping.clone();
+        let factory: ModelFactory = Arc::new(move || shared.clone() as Arc<dyn Model>);
+        let faults = FaultConfig::new(0.5, 7).unwrap();
+        let config = BenchConfig {
+            concurrency,
+            ..config(&format!("concurrency-{concurrency}"), Some(faults))
+        };
+        let report = run_bench(&config, &[Variant::single(factory)])
+            .await
+            .unwrap();
+        let most = overlapping.most.load(std::sync::atomic::Ordering::SeqCst);
+        assert_eq!(most, concurrency, "calls in flight at once");
+        reports.push(
+            report
+                .results
+                .iter()
+                .map(|t| {
+                    (
+                        t.task.clone(),
+                        t.policy,
+                        t.success,
+                        t.model_calls,
+                        t.faults.clone(),
+                    )
+                })
+                .collect::<Vec<_>>(),
+        );
+    }
+    assert_eq!(reports[0], reports[1]);
+    let tasks: Vec<&str> = reports[0].iter().map(|r| r.0.as_str()).collect();
+    assert_eq!(tasks[..3], ["mul", "mul", "mul"]);
+    assert_eq!(tasks[6..], ["tokyo", "tokyo", "tokyo"]);
 }

@@ -50,6 +50,7 @@ fn config(category: BfclCategory) -> BenchConfig {
         model_name: "by-prompt".into(),
         examples: corrigible_bench::Examples::Builtin,
         verifier: None,
+        concurrency: 1,
     }
 }
 

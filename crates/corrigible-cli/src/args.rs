@@ -107,6 +107,11 @@ pub struct ModelArgs {
     /// process, which then skips pre-filling them.
     #[arg(long)]
     pub no_prefix_cache: bool,
+    /// Embedded model: model calls decoded at once, each on a sequence of its own, one forward
+    /// pass a token for all of them (continuous batching); further calls wait for a sequence.
+    /// Worth it where calls overlap (`serve`, `bench --concurrency`).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub max_sequences: usize,
 }
 
 /// Tools and where the weather tool reaches Open-Meteo.
@@ -374,6 +379,10 @@ pub struct BenchArgs {
     /// Run only the first N tasks (per category for `bfcl`), after `--skip`.
     #[arg(long)]
     pub limit: Option<usize>,
+    /// Tasks run at once; results are reported in task order. The embedded model then decodes
+    /// that many sequences together (at least; see --max-sequences).
+    #[arg(long, value_name = "N", default_value_t = 1)]
+    pub concurrency: usize,
     /// Policies to compare, comma-separated: `one-shot`, `repair`, `self-correct`, and
     /// `bare` (the model alone, thinking step by step to `Answer: N`, no tools).
     #[arg(

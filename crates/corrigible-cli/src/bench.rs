@@ -43,6 +43,13 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
     if args.limit == Some(0) {
         bail!("--limit: must be at least 1");
     }
+    if !(1..=corrigible_local::MAX_SEQUENCES).contains(&args.concurrency) {
+        bail!(
+            "--concurrency: from 1 to {}, got {}",
+            corrigible_local::MAX_SEQUENCES,
+            args.concurrency
+        );
+    }
     let examples = match &args.examples {
         _ if args.no_examples => Examples::None,
         Some(path) => Examples::Given(setup::examples_file(path)?),
@@ -52,7 +59,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         bail!("--verifier: add `verify` to --policies");
     }
     let verifier = verifier(&args, false).await?;
-    let (variants, protocol, model_name) = variants(&args.model).await?;
+    let (variants, protocol, model_name) = variants(&args.model, args.concurrency).await?;
     let config = BenchConfig {
         suite,
         skip: args.skip,
@@ -64,6 +71,7 @@ pub async fn bench(args: BenchArgs) -> anyhow::Result<()> {
         model_name,
         examples,
         verifier,
+        concurrency: args.concurrency,
     };
     let report = corrigible_bench::run_bench(&config, &variants).await?;
     if args.json {
@@ -145,7 +153,10 @@ async fn bench_corpus(
 
 /// The model variants: the embedded model once per constraint mode (one load, shared
 /// weights), or any other model as a single variant.
-async fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, String)> {
+async fn variants(
+    args: &ModelArgs,
+    concurrency: usize,
+) -> anyhow::Result<(Vec<Variant>, Protocol, String)> {
     let spec: ModelSpec = args
         .model
         .as_deref()
@@ -173,6 +184,7 @@ async fn variants(args: &ModelArgs) -> anyhow::Result<(Vec<Variant>, Protocol, S
         config.thought_calculator = !args.no_thought_calculator;
         config.prefix_cache =
             (!args.no_prefix_cache).then(corrigible_local::default_prefix_cache_dir);
+        config.sequences = args.max_sequences.max(concurrency);
         let local = LocalModel::load(config)?;
         let name = local.name().to_string();
         // `bare` decodes free text, no thought phase, within a suggested thought's and a

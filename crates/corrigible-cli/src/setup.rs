@@ -168,6 +168,14 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
             config.thought_calculator = !args.no_thought_calculator;
             config.prefix_cache =
                 (!args.no_prefix_cache).then(corrigible_local::default_prefix_cache_dir);
+            if !(1..=corrigible_local::MAX_SEQUENCES).contains(&args.max_sequences) {
+                bail!(
+                    "--max-sequences: from 1 to {}, got {}",
+                    corrigible_local::MAX_SEQUENCES,
+                    args.max_sequences
+                );
+            }
+            config.sequences = args.max_sequences;
             Arc::new(LocalModel::load(config)?)
         }
         ModelSpec::Replay(path) => {

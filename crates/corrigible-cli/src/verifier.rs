@@ -46,6 +46,7 @@ pub async fn verifier(
             think_tokens: None,
             no_thought_calculator: run_model.no_thought_calculator,
             no_prefix_cache: run_model.no_prefix_cache,
+            max_sequences: run_model.max_sequences,
         };
         let mut setup: ModelSetup = setup::model(&args).map_err(|e| {
             anyhow::anyhow!("{}", e.to_string().replacen("--model", "--verifier", 1))

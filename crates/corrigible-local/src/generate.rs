@@ -7,7 +7,9 @@ use crate::error::LocalError;
 use crate::loop_guard::{MAX_CUTS, force_close, trailing_loop};
 use crate::prefix_store::PrefixStore;
 use crate::sampler::Sampler;
-use corrigible_llama::{Llama, Step};
+use corrigible_llama::{Llama, Sequence, Step};
+
+use crate::batcher::{Batcher, SHARED_PREFILL_CHUNK};
 
 /// Longest slice of the prompt fed to the model in one forward pass.
 const PREFILL_CHUNK: usize = 256;
@@ -92,9 +94,18 @@ pub struct DecodeParams<'a> {
     pub closers: Option<&'a [u32]>,
 }
 
-/// The transformer and the tokens whose keys and values it holds.
+/// Where a runner's forward passes run.
+enum Engine {
+    /// A model of its own.
+    Own(Box<Llama>),
+    /// A model shared with other runners, whose passes take every runner's step together.
+    Shared(Batcher),
+}
+
+/// One sequence on the transformer: its key/value cache and the tokens it holds.
 pub struct Runner {
-    llama: Llama,
+    engine: Engine,
+    sequence: Sequence,
     cached: Vec<u32>,
 }
 
@@ -104,38 +115,84 @@ pub fn common_prefix(a: &[u32], b: &[u32]) -> usize {
 }
 
 impl Runner {
-    /// Wraps a freshly loaded model.
+    /// A runner on a freshly loaded model of its own.
     pub fn new(llama: Llama) -> Self {
         Self {
-            llama,
+            sequence: llama.sequence(),
+            engine: Engine::Own(Box::new(llama)),
+            cached: Vec::new(),
+        }
+    }
+
+    /// A runner on the model that `batcher` shares.
+    pub fn shared(batcher: Batcher) -> Self {
+        let sequence = batcher.model().sequence();
+        Self {
+            sequence,
+            engine: Engine::Shared(batcher),
             cached: Vec::new(),
         }
     }
 
     /// Forgets the cached prefix; the next call pre-fills everything.
     pub fn reset(&mut self) {
-        self.llama.truncate_cache(0);
+        self.sequence.truncate(0);
         self.cached.clear();
+    }
+
+    fn context_length(&self) -> usize {
+        match &self.engine {
+            Engine::Own(llama) => llama.hyper().context_length,
+            Engine::Shared(batcher) => batcher.context_length(),
+        }
+    }
+
+    /// Runs `f` on the model with this runner's sequence as the model's own.
+    fn with_model<R>(&mut self, f: impl FnOnce(&mut Llama) -> R) -> R {
+        let sequence = &mut self.sequence;
+        let on = |llama: &mut Llama| {
+            llama.swap_sequence(sequence);
+            let out = f(llama);
+            llama.swap_sequence(sequence);
+            out
+        };
+        match &mut self.engine {
+            Engine::Own(llama) => on(llama),
+            Engine::Shared(batcher) => on(&mut batcher.model()),
+        }
     }
 
     /// Feeds `tokens` and copies the logits after the last one into `logits`.
     fn feed(&mut self, tokens: &[u32], logits: &mut Vec<f32>) -> Result<(), LocalError> {
-        let out = self.llama.forward(tokens)?;
-        logits.clear();
-        logits.extend_from_slice(out);
+        match &mut self.engine {
+            Engine::Own(llama) => {
+                let out = llama.forward_batch(&mut [Step {
+                    sequence: &mut self.sequence,
+                    tokens,
+                }])?;
+                logits.clear();
+                logits.extend_from_slice(out);
+            }
+            Engine::Shared(batcher) => *logits = batcher.forward(&mut self.sequence, tokens)?,
+        }
         self.cached.extend_from_slice(tokens);
         Ok(())
     }
 
     /// Keeps the first `held` cached positions, which must be `tokens[..held]`, feeds the rest
     /// of `tokens` a chunk at a time, and returns the logits after the last one (none when
-    /// nothing was fed).
+    /// nothing was fed). On a shared model the chunks are shorter, so that the other runners'
+    /// steps are not held up long.
     fn prefill(&mut self, tokens: &[u32], held: usize) -> Result<Vec<f32>, LocalError> {
-        self.llama.truncate_cache(held);
+        self.sequence.truncate(held);
         self.cached.truncate(held);
+        let chunk = match self.engine {
+            Engine::Own(_) => PREFILL_CHUNK,
+            Engine::Shared(_) => SHARED_PREFILL_CHUNK,
+        };
         let mut logits = Vec::new();
-        for chunk in tokens[held..].chunks(PREFILL_CHUNK) {
-            self.feed(chunk, &mut logits)?;
+        for piece in tokens[held..].chunks(chunk) {
+            self.feed(piece, &mut logits)?;
         }
         Ok(logits)
     }
@@ -148,17 +205,17 @@ impl Runner {
             return Ok(0);
         }
         let start = Instant::now();
-        if store.load(prefix, &mut self.llama) {
+        if self.with_model(|llama| store.load(prefix, llama)) {
             self.cached = prefix.to_vec();
             tracing::debug!(tokens = prefix.len(), elapsed = ?start.elapsed(), "loaded a pre-filled prefix");
             return Ok(0);
         }
-        let held = held.min(self.llama.cached_len());
+        let held = held.min(self.sequence.len());
         if let Err(e) = self.prefill(prefix, held) {
             self.reset();
             return Err(e);
         }
-        store.save(prefix, &self.llama);
+        self.with_model(|llama| store.save(prefix, llama));
         tracing::debug!(tokens = prefix.len(), elapsed = ?start.elapsed(), "pre-filled and saved a prefix");
         Ok(prefix.len() - held)
     }
@@ -172,41 +229,7 @@ impl Runner {
         prompts: &[Vec<u32>],
         tokens: usize,
     ) -> Result<(Duration, Duration, usize), LocalError> {
-        let vocab = self.llama.vocab_size();
-        let mut sequences: Vec<_> = prompts.iter().map(|_| self.llama.sequence()).collect();
-        let mut next = Vec::with_capacity(prompts.len());
-        let start = Instant::now();
-        for (sequence, prompt) in sequences.iter_mut().zip(prompts) {
-            let mut logits = Vec::new();
-            for chunk in prompt.chunks(PREFILL_CHUNK) {
-                logits = self
-                    .llama
-                    .forward_batch(&mut [Step {
-                        sequence,
-                        tokens: chunk,
-                    }])?
-                    .to_vec();
-            }
-            next.push(vec![greedy(&logits)]);
-        }
-        let prefill = start.elapsed();
-        let start = Instant::now();
-        for _ in 1..tokens {
-            let mut steps: Vec<Step<'_>> = sequences
-                .iter_mut()
-                .zip(&next)
-                .map(|(sequence, input)| Step {
-                    sequence,
-                    tokens: input,
-                })
-                .collect();
-            let logits = self.llama.forward_batch(&mut steps)?;
-            for (input, row) in next.iter_mut().zip(logits.chunks_exact(vocab)) {
-                input[0] = greedy(row);
-            }
-        }
-        let bytes = sequences.iter().map(|s| s.bytes()).sum();
-        Ok((prefill, start.elapsed(), bytes))
+        self.with_model(|llama| decode_together(llama, prompts, tokens))
     }
 
     /// Generates a reply to `prompt`; on any error the cache is dropped.
@@ -215,7 +238,12 @@ impl Runner {
         prompt: &[u32],
         params: DecodeParams<'_>,
     ) -> Result<Generation, LocalError> {
+        let generating = match &self.engine {
+            Engine::Shared(batcher) => Some(batcher.generating()),
+            Engine::Own(_) => None,
+        };
         let result = self.generate_inner(prompt, params);
+        drop(generating);
         if result.is_err() {
             self.reset();
         }
@@ -227,7 +255,7 @@ impl Runner {
         prompt: &[u32],
         mut params: DecodeParams<'_>,
     ) -> Result<Generation, LocalError> {
-        let context = self.llama.hyper().context_length;
+        let context = self.context_length();
         if prompt.is_empty() || prompt.len() + 1 > context {
             return Err(LocalError::ContextOverflow {
                 prompt: prompt.len(),
@@ -324,7 +352,7 @@ impl Runner {
                 margins.truncate(keep);
                 // The last kept token is fed again for the logits after it.
                 let fed = prompt.len() + keep - 1;
-                self.llama.truncate_cache(fed);
+                self.sequence.truncate(fed);
                 self.cached.truncate(fed);
                 self.feed(&tokens[keep - 1..], &mut logits)?;
                 cut_restart = Some(tokens[found.start]);
@@ -353,6 +381,48 @@ impl Runner {
     }
 }
 
+/// [`Runner::decode_together`] on `llama`.
+fn decode_together(
+    llama: &mut Llama,
+    prompts: &[Vec<u32>],
+    tokens: usize,
+) -> Result<(Duration, Duration, usize), LocalError> {
+    let vocab = llama.vocab_size();
+    let mut sequences: Vec<_> = prompts.iter().map(|_| llama.sequence()).collect();
+    let mut next = Vec::with_capacity(prompts.len());
+    let start = Instant::now();
+    for (sequence, prompt) in sequences.iter_mut().zip(prompts) {
+        let mut logits = Vec::new();
+        for chunk in prompt.chunks(PREFILL_CHUNK) {
+            logits = llama
+                .forward_batch(&mut [Step {
+                    sequence,
+                    tokens: chunk,
+                }])?
+                .to_vec();
+        }
+        next.push(vec![greedy(&logits)]);
+    }
+    let prefill = start.elapsed();
+    let start = Instant::now();
+    for _ in 1..tokens {
+        let mut steps: Vec<Step<'_>> = sequences
+            .iter_mut()
+            .zip(&next)
+            .map(|(sequence, input)| Step {
+                sequence,
+                tokens: input,
+            })
+            .collect();
+        let logits = llama.forward_batch(&mut steps)?;
+        for (input, row) in next.iter_mut().zip(logits.chunks_exact(vocab)) {
+            input[0] = greedy(row);
+        }
+    }
+    let bytes = sequences.iter().map(|s| s.bytes()).sum();
+    Ok((prefill, start.elapsed(), bytes))
+}
+
 /// The tokens the grammar forces after the `made` tokens generated so far, advanced over:
 /// within `max_tokens`, and never past a pending ban's position, where the model must choose.
 fn forced_tokens(
@@ -372,7 +442,6 @@ fn forced_tokens(
     constraint.fast_forward(limit)
 }
 
-/// The largest finite logit minus the second largest (infinite with fewer than two).
 /// The index of the largest logit (0 for none).
 fn greedy(logits: &[f32]) -> u32 {
     logits
@@ -382,6 +451,7 @@ fn greedy(logits: &[f32]) -> u32 {
         .map_or(0, |(i, _)| i as u32)
 }
 
+/// The largest finite logit minus the second largest (infinite with fewer than two).
 fn top_margin(logits: &[f32]) -> f32 {
     let (mut first, mut second) = (f32::NEG_INFINITY, f32::NEG_INFINITY);
     for &l in logits {

@@ -13,6 +13,7 @@
 #![forbid(unsafe_code)]
 #![deny(missing_docs)]
 
+mod batcher;
 pub mod bench;
 mod config;
 mod constraint;
@@ -23,6 +24,7 @@ mod gguf;
 mod loop_guard;
 mod model;
 mod path;
+mod pool;
 mod prefix_store;
 mod sampler;
 mod template;
@@ -31,7 +33,8 @@ mod thought;
 mod tokenizer;
 mod vocabulary;
 
-pub use config::{Constrain, LocalConfig};
+pub use batcher::BatchCounts;
+pub use config::{Constrain, LocalConfig, MAX_SEQUENCES};
 pub use constraint::{StringCaps, constraint_schema, narrowed_schema};
 pub use correction::{CORRECTION_TEMPERATURE, CORRECTION_TOP_P, MAX_RESAMPLES, correction_seed};
 pub use corrigible_llama::{Weights, inference_threads};

@@ -1,7 +1,7 @@
 //! [`LocalModel`]: the embedded model behind the engine's [`Model`] trait.
 
 use std::path::Path;
-use std::sync::{Arc, Mutex, MutexGuard};
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use async_trait::async_trait;
@@ -13,11 +13,13 @@ use corrigible::{
 use corrigible_llama::inference_threads;
 use serde_json::Value;
 
+use crate::batcher::{BatchCounts, Batcher};
 use crate::config::{Constrain, LocalConfig};
 use crate::constraint::{Guide, StringCaps, constraint_schema, narrowed_schema};
 use crate::correction::CorrectionDecoding;
 use crate::error::LocalError;
 use crate::generate::{Ban, DecodeParams, Generation, GenerationEnd, Runner, common_prefix};
+use crate::pool::Pool;
 use crate::prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 use crate::sampler::Sampler;
 use crate::template::ChatTemplate;
@@ -30,7 +32,8 @@ const MIN_STORED_PREFIX: usize = 64;
 
 /// The embedded model: a llama-architecture GGUF file run on the CPU.
 ///
-/// Cloning is cheap and shares the loaded weights. Calls are served one at a time.
+/// Cloning is cheap and shares the loaded weights. Calls are served one at a time, or, with
+/// [`LocalConfig::sequences`] above one, that many at once, decoded together.
 #[derive(Clone)]
 pub struct LocalModel {
     inner: Arc<Inner>,
@@ -70,12 +73,10 @@ struct Inner {
     thought_line_stops: Vec<u32>,
     /// Where pre-filled prompt prefixes are kept between processes, if anywhere.
     prefix_store: Option<PrefixStore>,
-    state: Mutex<State>,
-}
-
-struct State {
-    runner: Runner,
-    guide: Guide,
+    runners: Pool,
+    /// The thread that decodes the runners' steps together, when there are several.
+    batcher: Option<Batcher>,
+    guide: Mutex<Guide>,
 }
 
 impl std::fmt::Debug for LocalModel {
@@ -156,6 +157,15 @@ impl LocalModel {
             thought_line_stops,
             ..
         } = vocabulary;
+        let (runners, batcher) = if config.sequences > 1 {
+            let batcher = Batcher::start(llama)?;
+            let runners = (0..config.sequences)
+                .map(|_| Runner::shared(batcher.clone()))
+                .collect();
+            (Pool::new(runners), Some(batcher))
+        } else {
+            (Pool::new(vec![Runner::new(llama)]), None)
+        };
         let prefix_store = config.prefix_cache.as_ref().and_then(|dir| {
             PrefixStore::new(dir, &path, config.weights, DEFAULT_PREFIX_STORE_BYTES)
                 .inspect_err(|e| tracing::warn!(error = %e, "no prefix store"))
@@ -178,10 +188,9 @@ impl LocalModel {
                 thought_stops,
                 thought_line_stops,
                 prefix_store,
-                state: Mutex::new(State {
-                    runner: Runner::new(llama),
-                    guide,
-                }),
+                runners,
+                batcher,
+                guide: Mutex::new(guide),
             }),
         })
     }
@@ -265,7 +274,7 @@ impl LocalModel {
 
     /// Forgets the cached prompt prefix, so the next call starts cold.
     pub fn reset_cache(&self) {
-        self.inner.lock().runner.reset();
+        self.inner.runners.each(Runner::reset);
     }
 
     /// Generates from the rendered `prompt` text, constrained to `schema` when given.
@@ -273,6 +282,7 @@ impl LocalModel {
     /// Blocking and CPU-bound: async callers go through [`Model::complete`].
     pub fn generate(&self, prompt: &str, schema: Option<&Value>) -> Result<Generation, LocalError> {
         let tokens = self.inner.tokenizer.encode(prompt)?;
+        let _runner = self.inner.runners.claim();
         self.inner
             .generate_tokens(&tokens, schema, self.bounds.max_tokens)
     }
@@ -291,7 +301,7 @@ impl LocalModel {
             ban: None,
             closers: None,
         };
-        self.inner.lock().runner.generate(prompt, params)
+        self.inner.runners.lock().generate(prompt, params)
     }
 
     /// [`Runner::decode_together`] on this model's runner.
@@ -300,7 +310,13 @@ impl LocalModel {
         prompts: &[Vec<u32>],
         tokens: usize,
     ) -> Result<(Duration, Duration, usize), LocalError> {
-        self.inner.lock().runner.decode_together(prompts, tokens)
+        self.inner.runners.lock().decode_together(prompts, tokens)
+    }
+
+    /// Forward passes run and sequences' steps taken so far, when calls are decoded together
+    /// ([`LocalConfig::sequences`] above one): steps over passes is the mean batch.
+    pub fn batch_counts(&self) -> Option<BatchCounts> {
+        self.inner.batcher.as_ref().map(Batcher::counts)
     }
 
     /// The model's name, owned.
@@ -315,17 +331,6 @@ impl LocalModel {
 }
 
 impl Inner {
-    fn lock(&self) -> MutexGuard<'_, State> {
-        match self.state.lock() {
-            Ok(guard) => guard,
-            Err(poisoned) => {
-                let mut guard = poisoned.into_inner();
-                guard.runner.reset();
-                guard
-            }
-        }
-    }
-
     fn sampler(&self) -> Sampler {
         let config = &self.config;
         Sampler::new(config.temperature, config.top_p, config.seed)
@@ -348,9 +353,13 @@ impl Inner {
         ban: Option<Ban>,
         max_tokens: usize,
     ) -> Result<Generation, LocalError> {
-        let mut state = self.lock();
         let constraint = match schema {
-            Some(s) => Some(state.guide.constraint(s)?),
+            Some(s) => Some(
+                self.guide
+                    .lock()
+                    .unwrap_or_else(|p| p.into_inner())
+                    .constraint(s)?,
+            ),
             None => None,
         };
         let params = DecodeParams {
@@ -361,7 +370,7 @@ impl Inner {
             ban,
             closers: Some(&self.closers),
         };
-        state.runner.generate(prompt, params)
+        self.runners.lock().generate(prompt, params)
     }
 
     /// Free thought after `prompt` (the rendered prompt text, `tokens` once encoded), up to
@@ -487,7 +496,7 @@ impl Inner {
                 closers: Some(&[]),
             };
             let context = [tokens, decoded.tokens.as_slice()].concat();
-            let generation = self.lock().runner.generate(&context, params)?;
+            let generation = self.runners.lock().generate(&context, params)?;
             decoded.reused.get_or_insert(generation.reused);
             decoded.generated += generation.tokens.len();
             decoded.tokens.extend(&generation.tokens);
@@ -562,10 +571,11 @@ impl Inner {
         if len < MIN_STORED_PREFIX {
             return Ok(0);
         }
-        self.lock().runner.warm(&tokens[..len], store)
+        self.runners.lock().warm(&tokens[..len], store)
     }
 
     fn complete(&self, request: &ModelRequest, bounds: Bounds) -> Result<ModelReply, LocalError> {
+        let _runner = self.runners.claim();
         if request.protocol == Protocol::Native {
             return Err(LocalError::Config(
                 "the embedded model has no native tool calling: use --protocol json".into(),

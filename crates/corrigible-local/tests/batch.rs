@@ -7,7 +7,9 @@ use std::path::{Path, PathBuf};
 use candle_core::quantized::gguf_file;
 
 use corrigible_llama::{Llama, MappedFile, Sequence, Step, Weights, load};
-use corrigible_local::{LocalError, SMALL_MODEL, Tokenizer, local_model_path};
+use corrigible_local::{
+    LocalConfig, LocalError, LocalModel, SMALL_MODEL, Tokenizer, local_model_path,
+};
 
 /// Prompts of different lengths, so that the sequences sit at different positions.
 const PROMPTS: [&str; 5] = [
@@ -234,4 +236,71 @@ fn qwen2_decodes_the_same_together_on_the_kernels_of_lesser_cpus() {
             "the test ran with {env:?}:\n{log}"
         );
     }
+}
+
+/// Concurrent calls on a model that decodes four sequences at once get, token for token, what
+/// each gets alone on a model that decodes one, each under its own grammar; and the passes
+/// were shared.
+#[test]
+fn concurrent_calls_decoded_together_get_what_each_gets_alone() {
+    let Some(path) = model_path(SMALL_MODEL) else {
+        return;
+    };
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"answer": {"type": "string", "maxLength": 48}},
+        "required": ["answer"],
+        "additionalProperties": false
+    });
+    let prompts: Vec<String> = [
+        "What is the capital of France?",
+        "Name a colour of the sky at noon.",
+        "Write a very long story about a fisherman who lived by the sea and never once caught a fish.",
+        "Say hello.",
+    ]
+    .iter()
+    .map(|q| format!("<|im_start|>user\n{q} Answer in JSON.<|im_end|>\n<|im_start|>assistant\n"))
+    .collect();
+    let one = LocalModel::load(LocalConfig::new(&path)).expect("load");
+    let alone: Vec<Vec<u32>> = prompts
+        .iter()
+        .enumerate()
+        .map(|(i, p)| {
+            let schema = (i % 2 == 0).then_some(&schema);
+            one.generate(p, schema).expect("generate").tokens
+        })
+        .collect();
+    drop(one);
+    let mut config = LocalConfig::new(&path);
+    config.sequences = 4;
+    let shared = LocalModel::load(config).expect("load");
+    let together: Vec<Vec<u32>> = std::thread::scope(|scope| {
+        let handles: Vec<_> = prompts
+            .iter()
+            .enumerate()
+            .map(|(i, p)| {
+                let (shared, schema) = (&shared, &schema);
+                scope.spawn(move || {
+                    let schema = (i % 2 == 0).then_some(schema);
+                    shared.generate(p, schema).expect("generate").tokens
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect()
+    });
+    for (i, (a, b)) in alone.iter().zip(&together).enumerate() {
+        assert!(!a.is_empty(), "call {i} generated nothing");
+        assert_eq!(a, b, "call {i}");
+    }
+    let counts = shared
+        .batch_counts()
+        .expect("a shared model counts its passes");
+    let steps: usize = together.iter().map(Vec::len).sum();
+    assert!(
+        counts.steps > counts.passes,
+        "no pass was shared: {counts:?} for {steps} tokens"
+    );
 }
