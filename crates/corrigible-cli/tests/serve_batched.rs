@@ -92,10 +92,10 @@ impl Serve {
     }
 }
 
-async fn join_all<F: std::future::Future>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
+async fn join_all<F>(futures: impl Iterator<Item = F>) -> Vec<F::Output>
 where
+    F: std::future::Future + Send + 'static,
     F::Output: Send + 'static,
-    F: Send + 'static,
 {
     let handles: Vec<_> = futures.map(tokio::spawn).collect();
     let mut out = Vec::new();
