@@ -42,6 +42,38 @@ pub fn attend(qkv: &[f32], cache: &KvCache, h: &Hyper, pos: usize, seq: usize, o
     });
 }
 
+/// One new position of each of several sequences, attended in one share-out among the
+/// threads: `rows[i]` is `(row, cache, pos)`, the position's row of `qkv` and its sequence's
+/// cache and position (its key and value already in the cache). Writes `rows.len() * n_head *
+/// head_dim` values to `out`, row after row, each as [`attend`] writes it for one position.
+pub fn attend_each(qkv: &[f32], rows: &[(usize, &KvCache, usize)], h: &Hyper, out: &mut Vec<f32>) {
+    let hd = h.head_dim;
+    let (q_width, kv_width) = (h.n_head * hd, h.n_kv_head * hd);
+    let qkv_width = q_width + 2 * kv_width;
+    let n_rep = (h.n_head / h.n_kv_head.max(1)).max(1);
+    let scale = (1.0 / (hd as f64).sqrt()) as f32;
+    out.clear();
+    out.resize(rows.len() * q_width, 0.0);
+    for_each_piece(out, rows.len() * h.n_head, hd, 1, |items, piece| {
+        let mut scores = Vec::new();
+        for (item, o) in items.zip(piece.chunks_exact_mut(hd)) {
+            let ((row, cache, pos), head) = (rows[item / h.n_head], item % h.n_head);
+            let start = row * qkv_width + head * hd;
+            let Some(q) = qkv.get(start..start + hd) else {
+                return;
+            };
+            let kv_head = head / n_rep;
+            let view = HeadView {
+                keys: cache.keys(kv_head),
+                values: cache.values(kv_head),
+                head_dim: hd,
+                len: pos + 1,
+            };
+            attend_head(q, view, scale, &mut scores, o);
+        }
+    });
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

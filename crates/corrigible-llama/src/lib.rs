@@ -379,14 +379,36 @@ impl Llama {
                     }
                     cache.push(k, v);
                 }
-                if alone {
-                    attention::attend(block, cache, h, pos, seq, &mut b.attended);
-                } else {
-                    attention::attend(block, cache, h, pos, seq, &mut b.attended_one);
-                    b.attended.truncate(first * q_width);
-                    b.attended.extend_from_slice(&b.attended_one);
-                }
                 first += seq;
+            }
+            if alone {
+                let seq = steps[0].tokens.len();
+                let cache = &steps[0].sequence.layers[l];
+                attention::attend(&b.qkv, cache, h, starts[0], seq, &mut b.attended);
+            } else {
+                // Single positions (decoding) share one share-out among the threads; longer
+                // steps (pre-filling) attend on their own.
+                b.attended.resize(rows * q_width, 0.0);
+                let mut singles = Vec::new();
+                let mut first = 0;
+                for (step, &pos) in steps.iter().zip(starts) {
+                    let seq = step.tokens.len();
+                    let cache = &step.sequence.layers[l];
+                    if seq == 1 {
+                        singles.push((first, cache, pos));
+                    } else {
+                        let block = &b.qkv[first * qkv_width..(first + seq) * qkv_width];
+                        attention::attend(block, cache, h, pos, seq, &mut b.attended_one);
+                        b.attended[first * q_width..(first + seq) * q_width]
+                            .copy_from_slice(&b.attended_one);
+                    }
+                    first += seq;
+                }
+                attention::attend_each(&b.qkv, &singles, h, &mut b.attended_one);
+                for (&(row, _, _), one) in singles.iter().zip(b.attended_one.chunks_exact(q_width))
+                {
+                    b.attended[row * q_width..(row + 1) * q_width].copy_from_slice(one);
+                }
             }
             layer
                 .wo

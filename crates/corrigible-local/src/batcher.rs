@@ -16,7 +16,7 @@ use crate::error::LocalError;
 /// logits, short enough that one runner alone never waits on it.
 const GATHER: Duration = Duration::from_millis(2);
 
-/// Most prompt tokens of one runner fed in a pass beside other runners' steps, so that a long
+/// Most prompt tokens of one runner fed in a pass while other runners generate, so that a long
 /// prompt does not stall every runner decoding beside it.
 pub const SHARED_PREFILL_CHUNK: usize = 64;
 
@@ -119,6 +119,11 @@ impl Batcher {
             .map_err(|_| LocalError::Inference("the batching thread has stopped".into()))?;
         *sequence = done.sequence;
         done.logits.map_err(LocalError::Inference)
+    }
+
+    /// Runners in the middle of a generation now.
+    pub fn generating_now(&self) -> usize {
+        self.generating.load(Ordering::SeqCst)
     }
 
     /// Counts a runner as generating until the guard drops: a pass waits up to [`GATHER`]

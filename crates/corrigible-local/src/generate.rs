@@ -181,18 +181,21 @@ impl Runner {
 
     /// Keeps the first `held` cached positions, which must be `tokens[..held]`, feeds the rest
     /// of `tokens` a chunk at a time, and returns the logits after the last one (none when
-    /// nothing was fed). On a shared model the chunks are shorter, so that the other runners'
-    /// steps are not held up long.
+    /// nothing was fed). On a shared model, while other runners generate, the chunks are
+    /// shorter, so that their steps are not held up long.
     fn prefill(&mut self, tokens: &[u32], held: usize) -> Result<Vec<f32>, LocalError> {
         self.sequence.truncate(held);
         self.cached.truncate(held);
-        let chunk = match self.engine {
-            Engine::Own(_) => PREFILL_CHUNK,
-            Engine::Shared(_) => SHARED_PREFILL_CHUNK,
-        };
         let mut logits = Vec::new();
-        for piece in tokens[held..].chunks(chunk) {
-            self.feed(piece, &mut logits)?;
+        let mut fed = held;
+        while fed < tokens.len() {
+            let chunk = match &self.engine {
+                Engine::Shared(batcher) if batcher.generating_now() > 1 => SHARED_PREFILL_CHUNK,
+                _ => PREFILL_CHUNK,
+            };
+            let end = (fed + chunk).min(tokens.len());
+            self.feed(&tokens[fed..end], &mut logits)?;
+            fed = end;
         }
         Ok(logits)
     }
