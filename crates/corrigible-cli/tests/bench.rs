@@ -229,3 +229,66 @@ fn the_verify_policy_sends_a_proven_objection_back() {
         "--verifier without the verify policy"
     );
 }
+
+#[test]
+fn tasks_run_at_once_give_the_same_report() {
+    let (one, _a) = bench_json(&[]);
+    let (three, _b) = bench_json(&["--concurrency", "3"]);
+    let strip = |json: &Value| {
+        json["results"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|r| (r["task"].clone(), r["policy"].clone(), r["success"].clone()))
+            .collect::<Vec<_>>()
+    };
+    assert_eq!(strip(&one), strip(&three));
+    let out = corrigible(&["bench", "--suite", "tools", "--concurrency", "0", "--json"]);
+    assert!(!out.status.success());
+}
+
+#[test]
+fn bench_model_measures_sequences_decoded_together() {
+    let out = corrigible(&["bench", "model", "--sequences", "0"]);
+    assert_eq!(out.status.code(), Some(2), "{out:?}");
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--sequences"));
+    if let Err(e) = corrigible_local::local_model_path(corrigible_local::SMALL_MODEL) {
+        assert!(std::env::var_os("CI").is_none(), "{e}");
+        eprintln!("skipping: {e}");
+        return;
+    }
+    let out = corrigible(&[
+        "bench",
+        "model",
+        "--model",
+        &format!("local:{}", corrigible_local::SMALL_MODEL),
+        "--prompt-tokens",
+        "8",
+        "--decode-tokens",
+        "4",
+        "--sequences",
+        "2,1",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(
+        out.status.success(),
+        "{text}{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let rows: Vec<Vec<&str>> = text
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>())
+        .filter(|w| w.len() == 7 && w[0].parse::<usize>().is_ok())
+        .collect();
+    assert_eq!(rows.len(), 2, "{text}");
+    assert_eq!((rows[0][0], rows[1][0]), ("1", "2"), "{text}");
+    assert!(
+        rows.iter()
+            .all(|r| r[2].parse::<f64>().is_ok_and(|v| v > 0.0)),
+        "{text}"
+    );
+    assert!(
+        text.contains("first token of a 8-token prompt alone"),
+        "{text}"
+    );
+}

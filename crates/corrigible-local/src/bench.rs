@@ -164,6 +164,9 @@ pub struct BatchCase {
     pub cache_bytes: usize,
     /// Peak resident memory of the process so far (VmHWM), when the platform reports it.
     pub peak_rss_mib: Option<f64>,
+    /// Time from a new sequence's arrival to its first token while these decode: its prompt
+    /// fed in the shared passes' chunks beside their steps.
+    pub newcomer_first_token: Duration,
 }
 
 impl BatchCase {
@@ -188,6 +191,8 @@ pub struct BatchReport {
     pub prompt_tokens: usize,
     /// One entry per count of sequences, in increasing order.
     pub cases: Vec<BatchCase>,
+    /// Time to the first token of one prompt of `prompt_tokens` fed alone, in full chunks.
+    pub first_token_alone: Duration,
 }
 
 impl fmt::Display for BatchReport {
@@ -199,8 +204,14 @@ impl fmt::Display for BatchReport {
         )?;
         writeln!(
             f,
-            "{:>10} {:>10} {:>15} {:>13} {:>12} {:>14}",
-            "sequences", "generated", "decode tok/s", "vs 1 alone", "cache MiB", "peak RSS MiB"
+            "{:>10} {:>10} {:>15} {:>13} {:>12} {:>14} {:>18}",
+            "sequences",
+            "generated",
+            "decode tok/s",
+            "vs 1 alone",
+            "cache MiB",
+            "peak RSS MiB",
+            "newcomer 1st ms"
         )?;
         let alone = self
             .cases
@@ -216,16 +227,22 @@ impl fmt::Display for BatchReport {
                 .map_or("?".to_string(), |m| format!("{m:.0}"));
             writeln!(
                 f,
-                "{:>10} {:>10} {:>15.1} {:>13} {:>12.1} {:>14}",
+                "{:>10} {:>10} {:>15.1} {:>13} {:>12.1} {:>14} {:>18.0}",
                 c.sequences,
                 c.generated_tokens,
                 c.decode_tokens_per_s(),
                 ratio,
                 c.cache_bytes as f64 / (1024.0 * 1024.0),
-                rss
+                rss,
+                c.newcomer_first_token.as_secs_f64() * 1000.0
             )?;
         }
-        Ok(())
+        write!(
+            f,
+            "first token of a {}-token prompt alone: {:.0} ms",
+            self.prompt_tokens,
+            self.first_token_alone.as_secs_f64() * 1000.0
+        )
     }
 }
 
@@ -246,25 +263,28 @@ pub fn bench_sequences(
     let prompt_tokens = prompt_tokens.max(1);
     let mut text = String::new();
     let mut filler = Vec::new();
-    while filler.len() < prompt_tokens + most {
+    while filler.len() < prompt_tokens + most + 1 {
         text.push_str(FILLER);
         filler = model.tokenizer().encode(&text)?;
     }
-    let prompts: Vec<Vec<u32>> = (0..most)
+    let prompts: Vec<Vec<u32>> = (0..=most)
         .map(|i| filler[i..i + prompt_tokens].to_vec())
         .collect();
-    model.decode_together(&prompts[..1], 2)?;
+    let newcomer = &prompts[most];
+    model.decode_together(&prompts[..1], 2, None)?;
+    let first_token_alone = model.decode_together(&prompts[..1], 1, None)?.prefill;
     let mut cases = Vec::new();
     for n in counts {
-        let (prefill, decode, cache_bytes) =
-            model.decode_together(&prompts[..n], decode_tokens.max(1))?;
+        let together =
+            model.decode_together(&prompts[..n], decode_tokens.max(1), Some(newcomer))?;
         cases.push(BatchCase {
             sequences: n,
             generated_tokens: decode_tokens.max(1),
-            prefill,
-            decode,
-            cache_bytes,
+            prefill: together.prefill,
+            decode: together.decode,
+            cache_bytes: together.cache_bytes,
             peak_rss_mib: peak_rss_mib(),
+            newcomer_first_token: together.first_token.unwrap_or_default(),
         });
     }
     Ok(BatchReport {
@@ -272,5 +292,6 @@ pub fn bench_sequences(
         threads: inference_threads(),
         prompt_tokens,
         cases,
+        first_token_alone,
     })
 }

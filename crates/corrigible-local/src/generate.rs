@@ -224,15 +224,15 @@ impl Runner {
     }
 
     /// Pre-fills each of `prompts` into a sequence of its own, then decodes `tokens` greedy
-    /// tokens for all of them together, one forward pass a token for every sequence. Returns
-    /// the time to pre-fill, the time to decode, and the bytes of the sequences' caches. The
-    /// runner's own cache is left as it was.
+    /// tokens for all of them together, one forward pass a token for every sequence; then, if
+    /// given, has `newcomer` join them. The runner's own cache is left as it was.
     pub fn decode_together(
         &mut self,
         prompts: &[Vec<u32>],
         tokens: usize,
-    ) -> Result<(Duration, Duration, usize), LocalError> {
-        self.with_model(|llama| decode_together(llama, prompts, tokens))
+        newcomer: Option<&[u32]>,
+    ) -> Result<Together, LocalError> {
+        self.with_model(|llama| decode_together(llama, prompts, tokens, newcomer))
     }
 
     /// Generates a reply to `prompt`; on any error the cache is dropped.
@@ -389,7 +389,8 @@ fn decode_together(
     llama: &mut Llama,
     prompts: &[Vec<u32>],
     tokens: usize,
-) -> Result<(Duration, Duration, usize), LocalError> {
+    newcomer: Option<&[u32]>,
+) -> Result<Together, LocalError> {
     let vocab = llama.vocab_size();
     let mut sequences: Vec<_> = prompts.iter().map(|_| llama.sequence()).collect();
     let mut next = Vec::with_capacity(prompts.len());
@@ -422,8 +423,54 @@ fn decode_together(
             input[0] = greedy(row);
         }
     }
-    let bytes = sequences.iter().map(|s| s.bytes()).sum();
-    Ok((prefill, start.elapsed(), bytes))
+    let decode = start.elapsed();
+    let cache_bytes = sequences.iter().map(|s| s.bytes()).sum();
+    let first_token = match newcomer {
+        Some(prompt) => {
+            let start = Instant::now();
+            let mut joining = llama.sequence();
+            for chunk in prompt.chunks(SHARED_PREFILL_CHUNK) {
+                let mut steps: Vec<Step<'_>> = sequences
+                    .iter_mut()
+                    .zip(&next)
+                    .map(|(sequence, input)| Step {
+                        sequence,
+                        tokens: input,
+                    })
+                    .collect();
+                steps.push(Step {
+                    sequence: &mut joining,
+                    tokens: chunk,
+                });
+                let logits = llama.forward_batch(&mut steps)?;
+                for (input, row) in next.iter_mut().zip(logits.chunks_exact(vocab)) {
+                    input[0] = greedy(row);
+                }
+            }
+            Some(start.elapsed())
+        }
+        None => None,
+    };
+    Ok(Together {
+        prefill,
+        decode,
+        cache_bytes,
+        first_token,
+    })
+}
+
+/// What [`Runner::decode_together`] measured.
+#[derive(Debug, Clone, Copy)]
+pub struct Together {
+    /// Time to pre-fill every prompt, one after the other.
+    pub prefill: Duration,
+    /// Time to decode, every sequence in each pass.
+    pub decode: Duration,
+    /// Bytes of the sequences' key/value caches at the end of decoding.
+    pub cache_bytes: usize,
+    /// Time for a newcomer's prompt, fed in shared-pass chunks beside the others' decoding,
+    /// to give its first logits.
+    pub first_token: Option<Duration>,
 }
 
 /// The tokens the grammar forces after the `made` tokens generated so far, advanced over:

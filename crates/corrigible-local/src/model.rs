@@ -18,7 +18,9 @@ use crate::config::{Constrain, LocalConfig};
 use crate::constraint::{Guide, StringCaps, constraint_schema, narrowed_schema};
 use crate::correction::CorrectionDecoding;
 use crate::error::LocalError;
-use crate::generate::{Ban, DecodeParams, Generation, GenerationEnd, Runner, common_prefix};
+use crate::generate::{
+    Ban, DecodeParams, Generation, GenerationEnd, Runner, Together, common_prefix,
+};
 use crate::pool::Pool;
 use crate::prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
 use crate::sampler::Sampler;
@@ -309,8 +311,12 @@ impl LocalModel {
         &self,
         prompts: &[Vec<u32>],
         tokens: usize,
-    ) -> Result<(Duration, Duration, usize), LocalError> {
-        self.inner.runners.lock().decode_together(prompts, tokens)
+        newcomer: Option<&[u32]>,
+    ) -> Result<Together, LocalError> {
+        self.inner
+            .runners
+            .lock()
+            .decode_together(prompts, tokens, newcomer)
     }
 
     /// Forward passes run and sequences' steps taken so far, when calls are decoded together
