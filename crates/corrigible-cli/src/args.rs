@@ -109,9 +109,9 @@ pub struct ModelArgs {
     pub no_prefix_cache: bool,
     /// Embedded model: model calls decoded at once, each on a sequence of its own, one forward
     /// pass a token for all of them (continuous batching); further calls wait for a sequence.
-    /// Worth it where calls overlap (`serve`, `bench --concurrency`).
-    #[arg(long, value_name = "N", default_value_t = 1)]
-    pub max_sequences: usize,
+    /// Default 1; on `serve`, --max-concurrent-model-calls; on `bench`, --concurrency.
+    #[arg(long, value_name = "N")]
+    pub max_sequences: Option<usize>,
 }
 
 /// Tools and where the weather tool reaches Open-Meteo.

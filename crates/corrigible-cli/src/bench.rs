@@ -184,7 +184,7 @@ async fn variants(
         config.thought_calculator = !args.no_thought_calculator;
         config.prefix_cache =
             (!args.no_prefix_cache).then(corrigible_local::default_prefix_cache_dir);
-        config.sequences = args.max_sequences.max(concurrency);
+        config.sequences = setup::sequences(args.max_sequences.unwrap_or(concurrency))?;
         let local = LocalModel::load(config)?;
         let name = local.name().to_string();
         // `bare` decodes free text, no thought phase, within a suggested thought's and a

@@ -215,6 +215,10 @@ async fn serve(mut args: ServeArgs, meter: Option<Meter>) -> Result<(), Failure>
     if let Some((flag, _)) = at_least_one.iter().find(|(_, value)| *value == 0) {
         return Err(anyhow::anyhow!("{flag}: must be at least 1").into());
     }
+    args.model.max_sequences.get_or_insert(
+        args.max_concurrent_model_calls
+            .min(corrigible_local::MAX_SEQUENCES),
+    );
     let api_key = match &args.api_key_file {
         Some(path) => Some(read_key_file(path)?),
         None => args.api_key.take(),

@@ -110,6 +110,17 @@ pub fn local_path(model_path: Option<&Path>, arg: Option<&str>) -> anyhow::Resul
     })
 }
 
+/// `--max-sequences`, checked.
+pub fn sequences(n: usize) -> anyhow::Result<usize> {
+    if !(1..=corrigible_local::MAX_SEQUENCES).contains(&n) {
+        bail!(
+            "--max-sequences: from 1 to {}, got {n}",
+            corrigible_local::MAX_SEQUENCES
+        );
+    }
+    Ok(n)
+}
+
 /// Builds the model named by `args`.
 pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
     let spec: ModelSpec = args
@@ -168,14 +179,7 @@ pub fn model(args: &ModelArgs) -> anyhow::Result<ModelSetup> {
             config.thought_calculator = !args.no_thought_calculator;
             config.prefix_cache =
                 (!args.no_prefix_cache).then(corrigible_local::default_prefix_cache_dir);
-            if !(1..=corrigible_local::MAX_SEQUENCES).contains(&args.max_sequences) {
-                bail!(
-                    "--max-sequences: from 1 to {}, got {}",
-                    corrigible_local::MAX_SEQUENCES,
-                    args.max_sequences
-                );
-            }
-            config.sequences = args.max_sequences;
+            config.sequences = sequences(args.max_sequences.unwrap_or(1))?;
             Arc::new(LocalModel::load(config)?)
         }
         ModelSpec::Replay(path) => {

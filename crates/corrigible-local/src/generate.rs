@@ -1,5 +1,6 @@
 //! The decoding loop over the transformer, with reuse of the cached prompt prefix.
 
+use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
 use crate::constraint::Constraint;
@@ -109,6 +110,11 @@ pub struct Runner {
     cached: Vec<u32>,
 }
 
+/// A pre-filled prompt prefix kept for every runner of a shared model: computed by the first
+/// runner that needs it, copied by the others.
+#[derive(Default)]
+pub struct SharedPrefix(Mutex<Option<(Vec<u32>, Sequence)>>);
+
 /// How many leading tokens `a` and `b` share.
 pub fn common_prefix(a: &[u32], b: &[u32]) -> usize {
     a.iter().zip(b).take_while(|(x, y)| x == y).count()
@@ -200,27 +206,52 @@ impl Runner {
         Ok(logits)
     }
 
-    /// Makes the cache hold `prefix`: kept when it already does, otherwise loaded from `store`
-    /// or, on a miss, pre-filled and saved there. Returns the positions pre-filled.
-    pub fn warm(&mut self, prefix: &[u32], store: &PrefixStore) -> Result<usize, LocalError> {
+    /// Makes the cache hold `prefix`: kept when it already does, otherwise copied from
+    /// `shared` (the prefix another runner of the same model pre-filled), loaded from `store`,
+    /// or, on a miss, pre-filled, then saved to both. Returns the positions pre-filled. While
+    /// one runner pre-fills, others warming with the same `shared` wait for it, so that a
+    /// prefix is computed once.
+    pub fn warm(
+        &mut self,
+        prefix: &[u32],
+        store: Option<&PrefixStore>,
+        shared: Option<&SharedPrefix>,
+    ) -> Result<usize, LocalError> {
         let held = common_prefix(&self.cached, prefix);
         if held == prefix.len() {
             return Ok(0);
         }
-        let start = Instant::now();
-        if self.with_model(|llama| store.load(prefix, llama)) {
+        let mut slot = shared.map(|s| s.0.lock().unwrap_or_else(|p| p.into_inner()));
+        if let Some(Some((tokens, sequence))) = slot.as_deref()
+            && tokens == prefix
+        {
+            self.sequence = sequence.clone();
             self.cached = prefix.to_vec();
-            tracing::debug!(tokens = prefix.len(), elapsed = ?start.elapsed(), "loaded a pre-filled prefix");
             return Ok(0);
         }
-        let held = held.min(self.sequence.len());
-        if let Err(e) = self.prefill(prefix, held) {
-            self.reset();
-            return Err(e);
+        let start = Instant::now();
+        let mut filled = 0;
+        if store.is_some_and(|store| self.with_model(|llama| store.load(prefix, llama))) {
+            self.cached = prefix.to_vec();
+            tracing::debug!(tokens = prefix.len(), elapsed = ?start.elapsed(), "loaded a pre-filled prefix");
+        } else {
+            let held = held.min(self.sequence.len());
+            if let Err(e) = self.prefill(prefix, held) {
+                self.reset();
+                return Err(e);
+            }
+            if let Some(store) = store {
+                self.with_model(|llama| store.save(prefix, llama));
+            }
+            tracing::debug!(tokens = prefix.len(), elapsed = ?start.elapsed(), "pre-filled a prefix");
+            filled = prefix.len() - held;
         }
-        self.with_model(|llama| store.save(prefix, llama));
-        tracing::debug!(tokens = prefix.len(), elapsed = ?start.elapsed(), "pre-filled and saved a prefix");
-        Ok(prefix.len() - held)
+        if let Some(slot) = slot.as_deref_mut() {
+            let mut sequence = self.sequence.clone();
+            sequence.truncate(prefix.len());
+            *slot = Some((prefix.to_vec(), sequence));
+        }
+        Ok(filled)
     }
 
     /// Pre-fills each of `prompts` into a sequence of its own, then decodes `tokens` greedy

@@ -19,7 +19,7 @@ use crate::constraint::{Guide, StringCaps, constraint_schema, narrowed_schema};
 use crate::correction::CorrectionDecoding;
 use crate::error::LocalError;
 use crate::generate::{
-    Ban, DecodeParams, Generation, GenerationEnd, Runner, Together, common_prefix,
+    Ban, DecodeParams, Generation, GenerationEnd, Runner, SharedPrefix, Together, common_prefix,
 };
 use crate::pool::Pool;
 use crate::prefix_store::{DEFAULT_PREFIX_STORE_BYTES, PrefixStore};
@@ -78,6 +78,8 @@ struct Inner {
     runners: Pool,
     /// The thread that decodes the runners' steps together, when there are several.
     batcher: Option<Batcher>,
+    /// The fixed prefix one runner pre-filled, for the others, when there are several.
+    shared_prefix: Option<SharedPrefix>,
     guide: Mutex<Guide>,
 }
 
@@ -191,6 +193,7 @@ impl LocalModel {
                 thought_line_stops,
                 prefix_store,
                 runners,
+                shared_prefix: batcher.as_ref().map(|_| SharedPrefix::default()),
                 batcher,
                 guide: Mutex::new(guide),
             }),
@@ -560,11 +563,13 @@ impl Inner {
     }
 
     /// Makes the cache hold the prompt's fixed prefix, the system prompt and the worked
-    /// examples, from the prefix store when there is one. Returns the positions pre-filled.
+    /// examples, from another runner's copy or the prefix store when there is one. Returns the
+    /// positions pre-filled.
     fn warm(&self, messages: &[Message], tokens: &[u32]) -> Result<usize, LocalError> {
-        let Some(store) = &self.prefix_store else {
+        let (store, shared) = (self.prefix_store.as_ref(), self.shared_prefix.as_ref());
+        if store.is_none() && shared.is_none() {
             return Ok(0);
-        };
+        }
         let fixed = messages
             .iter()
             .take_while(|m| matches!(m.kind, MessageKind::System | MessageKind::Example))
@@ -577,7 +582,7 @@ impl Inner {
         if len < MIN_STORED_PREFIX {
             return Ok(0);
         }
-        self.runners.lock().warm(&tokens[..len], store)
+        self.runners.lock().warm(&tokens[..len], store, shared)
     }
 
     fn complete(&self, request: &ModelRequest, bounds: Bounds) -> Result<ModelReply, LocalError> {

@@ -2,6 +2,8 @@
 //! sequences join while others decode (their prompts pre-filled in the same pass) and leave
 //! when done, on both embedded models.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 
 use candle_core::quantized::gguf_file;
@@ -303,4 +305,57 @@ fn concurrent_calls_decoded_together_get_what_each_gets_alone() {
         counts.steps > counts.passes,
         "no pass was shared: {counts:?} for {steps} tokens"
     );
+}
+
+/// Two calls that start together on a model of two sequences, with no prefix store: the
+/// system prompt is pre-filled by one and copied by the other, and both answer as a model of
+/// one sequence does.
+#[test]
+fn the_fixed_prefix_is_computed_once_for_every_sequence() {
+    let Some(one) = common::model_with(|_| {}) else {
+        return;
+    };
+    let requests = [
+        common::request("What is 17 * 23?", common::tools()),
+        common::request("What time is it in Tokyo?", common::tools()),
+    ];
+    let alone: Vec<_> = requests
+        .iter()
+        .map(|r| {
+            one.reset_cache();
+            one.complete_blocking(r).expect("complete").text
+        })
+        .collect();
+    let shared = common::model_with(|c| c.sequences = 2).expect("the model loads");
+    let replies: Vec<_> = std::thread::scope(|scope| {
+        let handles: Vec<_> = requests
+            .iter()
+            .map(|r| scope.spawn(|| shared.complete_blocking(r).expect("complete")))
+            .collect();
+        handles
+            .into_iter()
+            .map(|h| h.join().expect("thread"))
+            .collect()
+    });
+    let prompt = one
+        .tokenizer()
+        .encode(&one.render(&requests[0].messages).expect("renders"))
+        .expect("encodes");
+    let system = one
+        .tokenizer()
+        .encode(&one.render(&requests[0].messages[..1]).expect("renders"))
+        .expect("encodes");
+    let reused: Vec<usize> = replies
+        .iter()
+        .map(|r| r.prompt_tokens_reused.unwrap_or(0) as usize)
+        .collect();
+    assert_eq!(
+        reused.iter().filter(|&&n| n >= system.len() - 8).count(),
+        1,
+        "one call copies the other's prefix: reused {reused:?} of prompts of about {} tokens",
+        prompt.len()
+    );
+    for (reply, text) in replies.iter().zip(&alone) {
+        assert_eq!(&reply.text, text);
+    }
 }
