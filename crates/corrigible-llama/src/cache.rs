@@ -32,6 +32,11 @@ impl KvCache {
             .unwrap_or(0)
     }
 
+    /// Bytes held by the keys and values of the positions held.
+    pub fn bytes(&self) -> usize {
+        self.k.iter().chain(&self.v).map(Vec::len).sum::<usize>() * std::mem::size_of::<f16>()
+    }
+
     /// Whether no position is held.
     pub fn is_empty(&self) -> bool {
         self.len() == 0

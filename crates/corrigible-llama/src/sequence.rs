@@ -39,18 +39,7 @@ impl Sequence {
 
     /// Bytes held by the keys and values of the positions held.
     pub fn bytes(&self) -> usize {
-        self.layers
-            .iter()
-            .map(|l| {
-                (0..)
-                    .map_while(|h| {
-                        let (k, v) = (l.keys(h), l.values(h));
-                        (!k.is_empty() || !v.is_empty()).then_some(k.len() + v.len())
-                    })
-                    .sum::<usize>()
-            })
-            .sum::<usize>()
-            * std::mem::size_of::<half::f16>()
+        self.layers.iter().map(KvCache::bytes).sum()
     }
 }
 

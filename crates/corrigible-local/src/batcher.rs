@@ -172,10 +172,12 @@ fn run_passes(llama: &Mutex<Llama>, rx: &Receiver<Job>, generating: &AtomicUsize
                 tokens: &job.tokens,
             })
             .collect();
-        let together = model.forward_batch(&mut steps).map(<[f32]>::to_vec);
+        let together = model
+            .forward_batch(&mut steps)
+            .map(|all| all.chunks_exact(vocab).map(|l| Ok(l.to_vec())).collect());
         drop(steps);
         let results: Vec<Result<Vec<f32>, String>> = match together {
-            Ok(all) => all.chunks_exact(vocab).map(|l| Ok(l.to_vec())).collect(),
+            Ok(each) => each,
             // A step the pass refuses (none is changed) fails alone: the others run again.
             Err(_) => jobs
                 .iter_mut()

@@ -422,7 +422,6 @@ fn decode_together(
     tokens: usize,
     newcomer: Option<&[u32]>,
 ) -> Result<Together, LocalError> {
-    let vocab = llama.vocab_size();
     let mut sequences: Vec<_> = prompts.iter().map(|_| llama.sequence()).collect();
     let mut next = Vec::with_capacity(prompts.len());
     let start = Instant::now();
@@ -436,23 +435,12 @@ fn decode_together(
                 }])?
                 .to_vec();
         }
-        next.push(vec![greedy(&logits)]);
+        next.push(vec![Sampler::Greedy.pick(&logits).unwrap_or(0)]);
     }
     let prefill = start.elapsed();
     let start = Instant::now();
     for _ in 1..tokens {
-        let mut steps: Vec<Step<'_>> = sequences
-            .iter_mut()
-            .zip(&next)
-            .map(|(sequence, input)| Step {
-                sequence,
-                tokens: input,
-            })
-            .collect();
-        let logits = llama.forward_batch(&mut steps)?;
-        for (input, row) in next.iter_mut().zip(logits.chunks_exact(vocab)) {
-            input[0] = greedy(row);
-        }
+        decode_step(llama, &mut sequences, &mut next, None)?;
     }
     let decode = start.elapsed();
     let cache_bytes = sequences.iter().map(|s| s.bytes()).sum();
@@ -461,22 +449,11 @@ fn decode_together(
             let start = Instant::now();
             let mut joining = llama.sequence();
             for chunk in prompt.chunks(SHARED_PREFILL_CHUNK) {
-                let mut steps: Vec<Step<'_>> = sequences
-                    .iter_mut()
-                    .zip(&next)
-                    .map(|(sequence, input)| Step {
-                        sequence,
-                        tokens: input,
-                    })
-                    .collect();
-                steps.push(Step {
+                let step = Step {
                     sequence: &mut joining,
                     tokens: chunk,
-                });
-                let logits = llama.forward_batch(&mut steps)?;
-                for (input, row) in next.iter_mut().zip(logits.chunks_exact(vocab)) {
-                    input[0] = greedy(row);
-                }
+                };
+                decode_step(llama, &mut sequences, &mut next, Some(step))?;
             }
             Some(start.elapsed())
         }
@@ -488,6 +465,31 @@ fn decode_together(
         cache_bytes,
         first_token,
     })
+}
+
+/// One pass over every sequence's `next` token, and `joining` beside them, if any: each
+/// sequence's next token becomes its greedy choice.
+fn decode_step(
+    llama: &mut Llama,
+    sequences: &mut [Sequence],
+    next: &mut [Vec<u32>],
+    joining: Option<Step<'_>>,
+) -> Result<(), LocalError> {
+    let vocab = llama.vocab_size();
+    let mut steps: Vec<Step<'_>> = sequences
+        .iter_mut()
+        .zip(next.iter())
+        .map(|(sequence, input)| Step {
+            sequence,
+            tokens: input,
+        })
+        .chain(joining)
+        .collect();
+    let logits = llama.forward_batch(&mut steps)?;
+    for (input, row) in next.iter_mut().zip(logits.chunks_exact(vocab)) {
+        input[0] = Sampler::Greedy.pick(row).unwrap_or(0);
+    }
+    Ok(())
 }
 
 /// What [`Runner::decode_together`] measured.
@@ -521,15 +523,6 @@ fn forced_tokens(
         limit = limit.min(ban.prefix.len() - made);
     }
     constraint.fast_forward(limit)
-}
-
-/// The index of the largest logit (0 for none).
-fn greedy(logits: &[f32]) -> u32 {
-    logits
-        .iter()
-        .enumerate()
-        .max_by(|a, b| a.1.total_cmp(b.1))
-        .map_or(0, |(i, _)| i as u32)
 }
 
 /// The largest finite logit minus the second largest (infinite with fewer than two).

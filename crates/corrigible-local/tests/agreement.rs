@@ -1,6 +1,8 @@
 //! The forward pass against candle-transformers' quantized llama and qwen2: the reference
 //! keeps every matrix as stored (Q4_1 or K-quants with GGML's Q8 activations), like llama.cpp.
 
+mod common;
+
 use std::fs::File;
 use std::io::BufReader;
 use std::path::{Path, PathBuf};
@@ -109,42 +111,10 @@ fn qwen2_greedy_tokens_and_logits_follow_the_reference() {
 }
 
 /// The same with the best kernels of this CPU turned off, so that those of CPUs with less
-/// are checked too: without AMX tiles (`CORRIGIBLE_NO_AMX`, AVX-512 VNNI products and group
-/// kernels), and without either (`CORRIGIBLE_NO_VNNI` too, AVX2). In a child process each,
-/// as the switches are read once per process.
+/// are checked too ([`common::on_lesser_kernels`]).
 #[test]
 fn qwen2_follows_the_reference_on_the_kernels_of_lesser_cpus() {
-    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
-    if std::env::var_os("CORRIGIBLE_NO_AMX").is_some() {
-        eprintln!("skipping: already a child run");
-        return;
-    }
-    let mut runs: Vec<&[(&str, &str)]> = Vec::new();
-    if has("amx_int8") {
-        runs.push(&[("CORRIGIBLE_NO_AMX", "1")]);
-    }
-    if has("avx512_vnni") {
-        runs.push(&[("CORRIGIBLE_NO_AMX", "1"), ("CORRIGIBLE_NO_VNNI", "1")]);
-    }
-    let exe = std::env::current_exe().expect("test binary");
-    for env in runs {
-        let out = std::process::Command::new(&exe)
-            .args([
-                "--exact",
-                "qwen2_greedy_tokens_and_logits_follow_the_reference",
-                "--nocapture",
-            ])
-            .envs(env.iter().copied())
-            .output()
-            .expect("run the test binary");
-        let log = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "with {env:?}:\n{log}");
-        assert!(
-            log.contains("1 passed"),
-            "the test ran with {env:?}:\n{log}"
-        );
-    }
+    common::on_lesser_kernels("qwen2_greedy_tokens_and_logits_follow_the_reference");
 }
 
 fn follows_reference(path: &Path, prompt: &[u32]) {

@@ -203,41 +203,10 @@ fn a_sequence_of_another_model_is_refused_and_nothing_changes() {
     assert!(good.bytes() > 0);
 }
 
-/// The same with the best kernels of this CPU turned off (AMX tiles, then AVX-512 VNNI too),
-/// in a child process each, as the switches are read once per process.
+/// The same on the kernels of CPUs with less than this one.
 #[test]
 fn qwen2_decodes_the_same_together_on_the_kernels_of_lesser_cpus() {
-    if std::env::var_os("CORRIGIBLE_NO_AMX").is_some() {
-        eprintln!("skipping: already a child run");
-        return;
-    }
-    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
-    let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
-    let mut runs: Vec<&[(&str, &str)]> = Vec::new();
-    if has("amx_int8") {
-        runs.push(&[("CORRIGIBLE_NO_AMX", "1")]);
-    }
-    if has("avx512_vnni") {
-        runs.push(&[("CORRIGIBLE_NO_AMX", "1"), ("CORRIGIBLE_NO_VNNI", "1")]);
-    }
-    let exe = std::env::current_exe().expect("test binary");
-    for env in runs {
-        let out = std::process::Command::new(&exe)
-            .args([
-                "--exact",
-                "qwen2_decodes_the_same_together_as_alone",
-                "--nocapture",
-            ])
-            .envs(env.iter().copied())
-            .output()
-            .expect("run the test binary");
-        let log = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
-        assert!(out.status.success(), "with {env:?}:\n{log}");
-        assert!(
-            log.contains("1 passed"),
-            "the test ran with {env:?}:\n{log}"
-        );
-    }
+    common::on_lesser_kernels("qwen2_decodes_the_same_together_as_alone");
 }
 
 /// Concurrent calls on a model that decodes four sequences at once get, token for token, what

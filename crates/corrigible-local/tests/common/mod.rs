@@ -117,3 +117,38 @@ pub fn request(prompt: &str, tools: Vec<ToolSpec>) -> ModelRequest {
 
 /// The constraint modes worth exercising.
 pub const MODES: [Constrain; 2] = [Constrain::Schema, Constrain::Envelope];
+
+/// Runs the test `name` of this test binary again with the best kernels of this CPU turned
+/// off, so that those of CPUs with less are checked too: without AMX tiles
+/// (`CORRIGIBLE_NO_AMX`: AVX-512 VNNI products and group kernels), and without either
+/// (`CORRIGIBLE_NO_VNNI` too: AVX2). In a child process each, as the switches are read once
+/// per process; nothing runs in a child run itself.
+pub fn on_lesser_kernels(name: &str) {
+    if std::env::var_os("CORRIGIBLE_NO_AMX").is_some() {
+        eprintln!("skipping: already a child run");
+        return;
+    }
+    let flags = std::fs::read_to_string("/proc/cpuinfo").unwrap_or_default();
+    let has = |flag: &str| flags.split_whitespace().any(|f| f == flag);
+    let mut runs: Vec<&[(&str, &str)]> = Vec::new();
+    if has("amx_int8") {
+        runs.push(&[("CORRIGIBLE_NO_AMX", "1")]);
+    }
+    if has("avx512_vnni") {
+        runs.push(&[("CORRIGIBLE_NO_AMX", "1"), ("CORRIGIBLE_NO_VNNI", "1")]);
+    }
+    let exe = std::env::current_exe().expect("test binary");
+    for env in runs {
+        let out = std::process::Command::new(&exe)
+            .args(["--exact", name, "--nocapture"])
+            .envs(env.iter().copied())
+            .output()
+            .expect("run the test binary");
+        let log = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
+        assert!(out.status.success(), "with {env:?}:\n{log}");
+        assert!(
+            log.contains("1 passed"),
+            "the test ran with {env:?}:\n{log}"
+        );
+    }
+}
